@@ -1,0 +1,49 @@
+# gossipd top-level entry points. `make test` and `make demo` install whatever is missing themselves.
+SHELL := /bin/bash
+BUILD ?= build/release
+ASAN_BUILD ?= build/asan
+JOBS ?= $(shell nproc)
+GOSSIPD := $(BUILD)/daemon/gossipd
+
+# Debian packages the build, tests, demo and plots need.
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config zlib1g-dev \
+  libzmq3-dev cppzmq-dev libeigen3-dev libboost-dev libspdlog-dev doctest-dev \
+  libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev dataset-fashion-mnist \
+  python3 python3-numpy python3-matplotlib
+
+.PHONY: all deps build build-asan test test-asan demo bench clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps
+	[ -f $(ASAN_BUILD)/build.ninja ] || cmake --preset asan
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+# Unit and integration tests in the release build, then the unit tests again under ASan+UBSan.
+test: build build-asan
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+
+demo: build
+	./scripts/demo.sh $(GOSSIPD)
+
+bench: build
+	mkdir -p bench/results
+	$(BUILD)/bench/bench_compressors --out bench/results/compressors.json
+
+clean:
+	rm -rf build

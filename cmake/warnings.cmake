@@ -1,0 +1,15 @@
+# Warnings and sanitizers come from one INTERFACE target that every gossipd target links PRIVATE,
+# so flags never leak into consumers and there is no global CMAKE_CXX_FLAGS editing.
+add_library(gossip_warnings INTERFACE)
+add_library(gossip::warnings ALIAS gossip_warnings)
+target_compile_options(gossip_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Woverloaded-virtual
+  -Wimplicit-fallthrough -Wno-maybe-uninitialized)
+if(GOSSIP_WERROR)
+  target_compile_options(gossip_warnings INTERFACE -Werror)
+endif()
+if(GOSSIP_SANITIZE)
+  target_compile_options(gossip_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+    -fno-sanitize-recover=undefined)
+  target_link_options(gossip_warnings INTERFACE -fsanitize=address,undefined)
+endif()

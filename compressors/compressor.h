@@ -1,0 +1,112 @@
+#pragma once
+// Compressor: a pure, stateless transform from a vector to wire bytes and back.
+//
+// Why this shape:
+//  - encode() writes into a caller-owned Encoded so a node reuses one buffer every round and encodes ONCE
+//    for all neighbours (ALGORITHMS.md §1.1). The bytes are the complete, self-describing payload
+//    (codec header + body) and are exactly what goes on the wire.
+//  - decodeAdd(bytes, acc, scale) fuses decoding with mixing: acc += scale * C(x). Mixing a neighbour's
+//    message with weight w_ij never materialises a dense temporary.
+//  - Both float and double vectors are supported: training state is double (the exact methods must reach
+//    machine precision), bulk models and benchmarks may use float. Values on the wire are at most fp32.
+//  - Random choices come from the injected Rng, so a given (input, seed) always encodes to the same bytes.
+//  - Rule 1 of ALGORITHMS.md §3: the sender must use decodeAdd() on its own bytes to obtain the value
+//    it adds to its own replica, so sender and receivers agree bit for bit.
+//
+// Thread-safety: a Compressor is immutable after construction; encode/decode are const and may run
+// concurrently on different buffers.
+//
+// Malformed input: decodeAdd validates the whole buffer (header, codec, dimension, lengths, index ranges,
+// non-finite values) BEFORE touching acc, and throws DecodeError. It never reads outside the buffer.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/bytes.h"
+#include "core/rng.h"
+
+namespace gossip::compress {
+
+// Codec ids are part of the wire format: never renumber.
+enum class CodecId : std::uint8_t {
+  Fp32 = 1,
+  Fp16 = 2,
+  Bf16 = 3,
+  TopK = 4,
+  RandK = 5,
+  Sign = 6,
+  Qsgd = 7,
+  LeadQuant = 8,
+  Natural = 9,
+  NatDither = 10,
+  TopKQuant = 11,   // top-k support, values coded by C_nat or natural dithering
+  SharedSupport = 12,  // CLT-k style: values on a support both ends already know
+};
+
+// Every payload starts with this 8-byte header.
+//   u8 codec, u8 version (=kCodecVersion), u16 param (codec specific), u32 dim
+inline constexpr std::uint8_t kCodecVersion = 1;
+inline constexpr std::size_t kCodecHeaderBytes = 8;
+
+// Quality guarantee of a compressor on vectors of a given length (ALGORITHMS.md §3):
+//  Contraction: E||C(x) - x||^2 <= (1 - delta) ||x||^2          (value = delta)
+//  Variance:    E C(x) = x and E||C(x) - x||^2 <= omega ||x||^2  (value = omega)
+struct Quality {
+  enum class Kind { Contraction, Variance } kind;
+  double value;
+};
+
+struct Encoded {
+  Bytes bytes;
+  std::size_t size() const { return bytes.size(); }
+  std::span<const std::byte> view() const { return bytes; }
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  Compressor() = default;
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
+
+  virtual std::string_view name() const = 0;  // e.g. "topk(ratio=0.01)"
+  virtual CodecId codec() const = 0;
+  virtual bool unbiased() const = 0;
+  virtual Quality quality(std::uint32_t dim) const = 0;
+  // Exact payload size in bytes for a vector of length dim (header included). For codecs whose size
+  // depends on the data (none today) this is an upper bound.
+  virtual std::size_t encodedBytes(std::uint32_t dim) const = 0;
+
+  // Replaces out.bytes with the payload for x. x.size() must fit in u32.
+  virtual void encode(std::span<const float> x, Rng& rng, Encoded& out) const = 0;
+  virtual void encode(std::span<const double> x, Rng& rng, Encoded& out) const = 0;
+
+  // acc += scale * decode(payload). acc.size() must equal the payload's dim, else DecodeError.
+  virtual void decodeAdd(std::span<const std::byte> payload, std::span<float> acc, double scale = 1.0) const = 0;
+  virtual void decodeAdd(std::span<const std::byte> payload, std::span<double> acc, double scale = 1.0) const = 0;
+};
+
+// User-facing description of a compressor, filled from the [compressor] config section.
+struct CompressorSpec {
+  std::string name = "fp32";   // fp32|identity, fp16, bf16, topk, randk, sign, qsgd, lead, natural, dither,
+                               // topk_natural, topk_dither, cltk
+  double ratio = 0.01;         // topk/randk/cltk: fraction of entries kept (k = max(1, round(ratio*d)))
+  std::uint32_t k = 0;         // if > 0, overrides ratio
+  unsigned bits = 2;           // lead: b (levels s = 2^(b-1))
+  unsigned levels = 16;        // qsgd: s; dither: s
+  std::uint32_t block = 0;     // sign/qsgd/lead/dither: block length, 0 = whole vector
+  bool unbiased = false;       // randk: scale by d/k; qsgd: false = scaled (biased) form
+  bool inf_norm = true;        // dither: p = inf (true) or p = 2 (false)
+};
+
+// Throws ConfigError naming the bad field. Names are case-sensitive lower case.
+std::unique_ptr<Compressor> makeCompressor(const CompressorSpec& spec);
+
+// All accepted names, for help texts and errors.
+std::span<const std::string_view> compressorNames();
+
+}  // namespace gossip::compress

@@ -1,0 +1,30 @@
+#pragma once
+// Error-feedback memory usable with any compressor (EF / DeepSqueeze style), with ScaleCom's optional
+// low-pass filter beta:  p = m + x;  c = C(p);  m <- (1 - beta) m + beta (p - c).  beta = 1 is plain EF.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "compressors/compressor.h"
+
+namespace gossip::compress {
+
+class ErrorFeedback {
+ public:
+  ErrorFeedback(const Compressor& c, std::uint32_t dim, double beta = 1.0);
+
+  // Encodes m + x into out, writes the decoded compressed value c into `decoded` (same length as x),
+  // and updates the memory. `decoded` is exactly what receivers will reconstruct.
+  void compress(std::span<const double> x, Rng& rng, Encoded& out, std::span<double> decoded);
+
+  std::span<const double> memory() const { return memory_; }
+  void reset();
+
+ private:
+  const Compressor& c_;
+  double beta_;
+  std::vector<double> memory_;
+  std::vector<double> p_;
+};
+
+}  // namespace gossip::compress

@@ -1,0 +1,51 @@
+// gossipd: one binary, several subcommands. Every failure the user can cause (bad flags, bad config,
+// unreadable files) ends as one line on stderr and exit code 2; internal errors exit 1.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace gossip::cmd {
+int topo(std::vector<std::string> args);
+}
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: gossipd <command> [options]\n"
+    "commands:\n"
+    "  topo --topology T --nodes N [--degree D] [--seed S] [--weights W] [--json]\n"
+    "       print a topology's edges, mixing weights and spectral gap\n"
+    "  help   this text\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string_view command = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    if (command == "topo") return gossip::cmd::topo(std::move(rest));
+    if (command == "help" || command == "--help" || command == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "gossipd: unknown command '%s' (try 'gossipd help')\n", argv[1]);
+    return 2;
+  } catch (const gossip::ConfigError& e) {
+    std::fprintf(stderr, "gossipd %s: %s\n", argv[1], e.what());
+    return 2;
+  } catch (const gossip::DataError& e) {
+    std::fprintf(stderr, "gossipd %s: %s\n", argv[1], e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gossipd %s: internal error: %s\n", argv[1], e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,25 @@
+#pragma once
+// In-memory supervised data set. Features are float (Fashion-MNIST in double would be 376 MB), one row
+// per sample, row-major so a minibatch is a set of contiguous rows. Labels are class indices for
+// classification (0..classes-1) and {0,1} for binary logistic regression.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+namespace gossip::training {
+
+using Vec = Eigen::VectorXd;
+using FeatureMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct Dataset {
+  FeatureMatrix X;                  // samples x features
+  std::vector<std::int32_t> y;      // one label per sample
+  int classes = 0;                  // number of distinct labels (2 for binary)
+
+  std::size_t samples() const { return static_cast<std::size_t>(X.rows()); }
+  std::size_t features() const { return static_cast<std::size_t>(X.cols()); }
+};
+
+}  // namespace gossip::training

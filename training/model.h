@@ -1,0 +1,32 @@
+#pragma once
+// A model is a loss over one flat double parameter vector with an analytic gradient. Models hold no
+// parameters themselves (the algorithm owns x), so one Model instance serves every virtual node.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/rng.h"
+#include "training/dataset.h"
+
+namespace gossip::training {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual std::string name() const = 0;
+  virtual std::size_t dim() const = 0;
+  // Initial parameters (deterministic given rng).
+  virtual void init(Vec& x, Rng& rng) const = 0;
+  // Mean smooth loss over `rows` of data (including the L2 term), and its gradient into grad (resized).
+  virtual double lossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
+                             Vec& grad) const = 0;
+  // Mean smooth loss over all of data.
+  virtual double loss(const Vec& x, const Dataset& data) const = 0;
+  // Fraction of correctly classified samples.
+  virtual double accuracy(const Vec& x, const Dataset& data) const = 0;
+  // The non-smooth part R(x) = l1 * ||x||_1 handled by proximal steps (0 if none).
+  virtual double l1() const { return 0.0; }
+};
+
+}  // namespace gossip::training
