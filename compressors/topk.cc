@@ -1,7 +1,71 @@
 #include "compressors/topk.h"
 
-#include "core/error.h"
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "compressors/codec_base.h"
+#include "compressors/select.h"
+#include "compressors/sparse_common.h"
 
 namespace gossip::compress {
-std::unique_ptr<Compressor> makeTopK(const CompressorSpec&) { throw ConfigError("makeTopK: not implemented yet"); }
+namespace {
+
+// Payload: header (param 0, dim), u32 k, index set (select.h coding), k little-endian f32 values in
+// ascending index order. k must equal the configured k for dim: both ends run the same configuration
+// (ALGORITHMS.md §7), so any other count is a malformed or foreign message.
+class TopK final : public detail::CodecBase<TopK> {
+ public:
+  explicit TopK(const CompressorSpec& spec) : count_(spec, "topk") {}
+
+  std::string_view name() const override { return count_.name(); }
+  CodecId codec() const override { return CodecId::TopK; }
+  bool unbiased() const override { return false; }
+  Quality quality(std::uint32_t dim) const override {
+    return {Quality::Kind::Contraction, dim == 0 ? 1.0 : double(count_.k(dim)) / double(dim)};
+  }
+  std::size_t encodedBytes(std::uint32_t dim) const override {
+    const std::uint32_t k = count_.k(dim);
+    return kCodecHeaderBytes + 4 + indexBytes(dim, k) + 4ull * k;
+  }
+
+  template <class T>
+  void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
+    const std::uint32_t dim = detail::checkedDim(x.size());
+    const std::uint32_t k = count_.k(dim);
+    auto& idx = detail::indexScratch();
+    selectTopK(x, k, idx);
+    detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
+    ByteWriter w(out.bytes);
+    w.put(k);
+    writeIndices(idx, dim, w);
+    detail::writeValues(x, idx, w);
+  }
+
+  template <class T>
+  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+    ByteReader r(p, "topk payload");
+    const auto h = detail::readHeader(r, codec(), acc.size());
+    if (h.param != 0) throw DecodeError("topk payload: unexpected header param " + std::to_string(h.param));
+    const auto k = r.get<std::uint32_t>();
+    if (k != count_.k(h.dim))
+      throw DecodeError("topk payload: k " + std::to_string(k) + " differs from configured " +
+                        std::to_string(count_.k(h.dim)));
+    auto& idx = detail::indexScratch();
+    readIndices(r, h.dim, k, idx);
+    const auto values = r.take(4ull * k);
+    r.expectEnd();
+    detail::checkFiniteValues(values, "topk");
+    detail::scatterAdd(values, idx, scale, acc);
+  }
+
+ private:
+  detail::SparseCount count_;
+};
+
+}  // namespace
+
+std::unique_ptr<Compressor> makeTopK(const CompressorSpec& spec) { return std::make_unique<TopK>(spec); }
+
 }  // namespace gossip::compress

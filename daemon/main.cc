@@ -10,6 +10,7 @@
 
 namespace gossip::cmd {
 int topo(std::vector<std::string> args);
+int sim(std::vector<std::string> args);
 }
 
 namespace {
@@ -19,6 +20,8 @@ constexpr const char* kUsage =
     "commands:\n"
     "  topo --topology T --nodes N [--degree D] [--seed S] [--weights W] [--json]\n"
     "       print a topology's edges, mixing weights and spectral gap\n"
+    "  sim --config F [--set section.key=value]... [--out results.json]\n"
+    "       N virtual nodes in one process (see docs/config.md for every key)\n"
     "  help   this text\n";
 
 }  // namespace
@@ -32,6 +35,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> rest(argv + 2, argv + argc);
   try {
     if (command == "topo") return gossip::cmd::topo(std::move(rest));
+    if (command == "sim") return gossip::cmd::sim(std::move(rest));
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

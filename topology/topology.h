@@ -84,7 +84,19 @@ struct Spectrum {
 };
 Spectrum analyze(const Eigen::MatrixXd& W);
 
+// Strongly connected for a directed graph, connected for an undirected one; true for n <= 1.
 bool isConnected(const Graph& g);
+
+// Added declarations (helpers the CLI, the daemon and tests need to agree on).
+
+// tau = ceil(log2 n): number of exponential-graph hops, and the period of the one-peer sequence.
+// 0 for n <= 1.
+unsigned exponentialTau(std::size_t n);
+
+// Grid/torus shape for n members: {rows, cols}. rows = 0 picks floor(sqrt(n)); a requested rows larger
+// than n is clamped so that a shrinking cluster still gets a graph. Members are laid row-major, so the
+// last row may be partial and `rows` is the number of rows actually used.
+std::pair<unsigned, unsigned> gridShape(std::size_t n, unsigned rows);
 
 // Parsing for config and CLI; throws ConfigError naming the value.
 Kind parseKind(const std::string& name);

@@ -17,6 +17,9 @@ struct Dataset {
   FeatureMatrix X;                  // samples x features
   std::vector<std::int32_t> y;      // one label per sample
   int classes = 0;                  // number of distinct labels (2 for binary)
+  // Real-valued targets for regression (least squares). Empty for classification; for a regression
+  // data set `y` is empty, `classes` is 0 and targets.size() == samples().
+  std::vector<double> targets;
 
   std::size_t samples() const { return static_cast<std::size_t>(X.rows()); }
   std::size_t features() const { return static_cast<std::size_t>(X.cols()); }

@@ -1,6 +1,7 @@
 #pragma once
 // Gradient estimators over one node's local data: minibatch SGD, full gradient, LSVRG, SAGA.
 // One estimator per node; it owns that node's sampling RNG and variance-reduction memory.
+#include <cstdint>
 #include <memory>
 
 #include "training/model.h"
@@ -14,6 +15,8 @@ class GradientEstimator {
   virtual double estimate(const Vec& x, Vec& g) = 0;
   // Drops variance-reduction memory (after a warm restart or a model transfer).
   virtual void reset() {}
+  // Per-sample gradients evaluated so far (full passes included): the work measure for "epochs".
+  virtual std::uint64_t sampleGradients() const { return 0; }
 };
 
 }  // namespace gossip::training

@@ -27,6 +27,8 @@ class Model {
   virtual double accuracy(const Vec& x, const Dataset& data) const = 0;
   // The non-smooth part R(x) = l1 * ||x||_1 handled by proximal steps (0 if none).
   virtual double l1() const { return 0.0; }
+  // The coefficient of l2/2 ||x||^2 that lossAndGrad includes (0 if none).
+  virtual double l2() const { return 0.0; }
 };
 
 }  // namespace gossip::training

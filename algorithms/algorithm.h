@@ -1,0 +1,104 @@
+#pragma once
+// Algorithm: one node's part of a decentralized method, transport-free (DESIGN.md §3, §4).
+//
+// A round at node i, driven by algorithms/node.h (simulator) or the daemon, is:
+//     g = estimator(x)                       gradient estimate at the current iterate
+//     prepare(t, g, lr, out)                 build and encode this round's message ONCE for all neighbours
+//     ... the runtime moves `out` to every neighbour and gathers theirs ...
+//     apply(t, incoming, row)                mix; row holds this round's weights (self + neighbours)
+// An algorithm never sees a socket or a clock. Edge state lives in per-neighbour Edge objects created by
+// addEdge() and dropped by dropEdge(); the runtime calls both at both ends of the edge in the same round
+// (DESIGN.md §4 "Edge state"). That is what makes LEAD/Prox-LEAD survive churn without a global reset:
+// the dual is stored edge-decomposed, d_i = sum_j e_ij with e_ij = -e_ji, so dropping an edge at both ends
+// keeps sum_i d_i = 0.
+//
+// Two families, with different contracts for a neighbour whose message did not arrive:
+//  - stateless (D-PSGD, DeepSqueeze): the missing neighbour is replaced by the node's own value for that
+//    round (elastic consistency: w_ii += w_ij). Messages are full-model sketches; a loss costs one round.
+//  - replica (CHOCO, ED/NIDS, LEAD, Prox-LEAD): every message must be applied exactly once and in order,
+//    otherwise replicas and duals diverge silently. apply() throws ProtocolError if a neighbour of the row
+//    has no message; the runtime must retransmit or drop the edge first.
+//
+// Numerics: state is double; values on the wire are what the compressor encodes (at most fp32). The sender
+// always adds the DECODED form of its own message to its own state (ALGORITHMS.md §3 rule 1).
+// Not thread-safe: one thread drives one node.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compressors/compressor.h"
+#include "core/types.h"
+#include "topology/topology.h"
+#include "training/dataset.h"
+
+namespace gossip::algo {
+
+using training::Vec;
+
+// One neighbour's message for this round, as it came off the wire (codec payload bytes).
+struct Incoming {
+  PeerId from;
+  std::span<const std::byte> payload;
+};
+
+struct AlgorithmParams {
+  std::string name = "dpsgd";  // dpsgd | deepsqueeze | choco | nids | ed | lead | prox_lead
+  double eta = 1.0;            // DeepSqueeze averaging rate eta in (0,1]
+  double gamma = 1.0;          // CHOCO consensus step; LEAD/Prox-LEAD dual step gamma
+  double alpha = 0.5;          // LEAD/Prox-LEAD reference update rate, identical on all nodes
+  double l1 = 0.0;             // R(x) = l1 ||x||_1, applied as a proximal step with threshold lr * l1
+  std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  Algorithm() = default;
+  Algorithm(const Algorithm&) = delete;
+  Algorithm& operator=(const Algorithm&) = delete;
+
+  virtual std::string_view name() const = 0;
+  virtual bool stateless() const = 0;
+
+  Vec& x() { return x_; }
+  const Vec& x() const { return x_; }
+
+  // LEAD-type methods begin with a local (prox-)gradient step that sends nothing (k = 0 in ALGORITHMS.md
+  // §4.5). The runtime calls startStep(g at x, lr) instead of prepare/apply while this is true.
+  virtual bool needsStartStep() const { return false; }
+  virtual void startStep(const Vec& /*g*/, double /*lr*/) {}
+
+  // Builds this round's message from x and the gradient g at x, and encodes it into out.
+  virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
+  // Mixes the neighbours' messages of round t. row.neighbors lists the neighbours of this round with their
+  // weights; msgs holds at most one message per neighbour of the row (others are ignored and counted).
+  virtual void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) = 0;
+
+  // Public state a new neighbour must copy once, in full precision, to create its replica of this node
+  // (CHOCO: x_hat_i; LEAD: h_i). Empty for stateless methods.
+  virtual std::vector<double> publicState() const { return {}; }
+  // Creates the edge state for neighbour j, given j's publicState() (empty for stateless methods).
+  virtual void addEdge(PeerId /*j*/, std::span<const double> /*neighbourPublic*/) {}
+  // Drops all state of the edge to j. Calling it for an unknown j is a no-op.
+  virtual void dropEdge(PeerId /*j*/) {}
+  virtual std::size_t edgeCount() const { return 0; }
+
+  // Sum of the edge-decomposed dual d_i (LEAD family), for invariant checks; empty otherwise.
+  virtual const Vec* dual() const { return nullptr; }
+
+ protected:
+  Vec x_;
+};
+
+// Builds the algorithm for one node. x0 is the initial model; the compressor is owned by the caller and must
+// outlive the algorithm (one compressor instance is shared by all virtual nodes). ConfigError on bad params.
+std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compress::Compressor& compressor,
+                                         PeerId self, const Vec& x0);
+
+// Names accepted by makeAlgorithm.
+std::span<const std::string_view> algorithmNames();
+
+}  // namespace gossip::algo

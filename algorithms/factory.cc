@@ -1,0 +1,41 @@
+#include <array>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/choco.h"
+#include "algorithms/primal_dual.h"
+#include "algorithms/stateless.h"
+#include "core/error.h"
+
+namespace gossip::algo {
+namespace {
+constexpr std::array<std::string_view, 7> kNames{"dpsgd", "deepsqueeze", "choco", "nids", "ed", "lead", "prox_lead"};
+}
+
+std::span<const std::string_view> algorithmNames() { return kNames; }
+
+std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
+                                         const Vec& x0) {
+  const std::string& n = p.name;
+  if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
+  if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
+  if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);
+  if (n == "lead" || n == "prox_lead") {
+    if (!c.unbiased())
+      throw ConfigError("algorithm " + n + " needs an unbiased compressor (LEAD diverges with biased ones such as " +
+                        std::string(c.name()) + ")");
+    return std::make_unique<PrimalDual>(n, p, c, self, x0);
+  }
+  if (n == "nids" || n == "ed") {
+    // Exact messages: the fp32 difference to the tracked reference (alpha = 1), gamma = 1.
+    AlgorithmParams q = p;
+    q.alpha = 1.0;
+    q.gamma = 1.0;
+    auto fp32 = compress::makeCompressor({.name = "fp32"});
+    return std::make_unique<PrimalDual>(n, q, c, self, x0, std::move(fp32));
+  }
+  std::string all;
+  for (auto a : kNames) all += (all.empty() ? "" : ", ") + std::string(a);
+  throw ConfigError("algorithm.name: unknown algorithm '" + n + "' (one of: " + all + ")");
+}
+
+}  // namespace gossip::algo

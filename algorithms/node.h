@@ -1,0 +1,51 @@
+#pragma once
+// Node: the transport-free round driver shared by the simulator and the daemon. It owns one node's
+// algorithm and gradient estimator and runs the local part of a round; the caller moves the bytes.
+//   beginRound(t, out): [start step] -> (local_steps(t) - 1) local SGD steps -> gradient -> prepare(out)
+//   endRound(t, msgs, row): algorithm.apply
+// Local steps before communication are plain (prox-)SGD steps on the node's own data (local SGD); with
+// exact methods keep local_steps = 1, extra local steps change the fixed point.
+#include <functional>
+#include <memory>
+
+#include "algorithms/algorithm.h"
+#include "training/estimator.h"
+
+namespace gossip::algo {
+
+struct NodeSchedule {
+  std::function<double(Round)> lr = [](Round) { return 0.1; };
+  std::function<unsigned(Round)> localSteps = [](Round) { return 1u; };
+  double l1 = 0.0;  // proximal threshold lr * l1 in local steps
+};
+
+class Node {
+ public:
+  Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<training::GradientEstimator> estimator,
+       NodeSchedule schedule);
+
+  PeerId id() const { return id_; }
+  Algorithm& algorithm() { return *algo_; }
+  const Algorithm& algorithm() const { return *algo_; }
+  training::GradientEstimator& estimator() { return *est_; }
+
+  // Runs the local work of round t and encodes the round's message into out.
+  void beginRound(Round t, compress::Encoded& out);
+  void endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row);
+
+  // Mean of the minibatch losses seen during the last beginRound.
+  double lastLoss() const { return lastLoss_; }
+  std::uint64_t gradientCalls() const { return gradCalls_; }
+
+ private:
+  double gradient();
+  PeerId id_;
+  std::unique_ptr<Algorithm> algo_;
+  std::unique_ptr<training::GradientEstimator> est_;
+  NodeSchedule sched_;
+  Vec g_;
+  double lastLoss_ = 0.0;
+  std::uint64_t gradCalls_ = 0;
+};
+
+}  // namespace gossip::algo

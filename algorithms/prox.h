@@ -1,0 +1,12 @@
+#pragma once
+// Proximal operator of t * ||x||_1 (soft thresholding), applied in place. t = 0 is the identity.
+#include "training/dataset.h"
+
+namespace gossip::algo {
+
+inline void proxL1(training::Vec& x, double t) {
+  if (t <= 0.0) return;
+  x = x.unaryExpr([t](double v) { return v > t ? v - t : (v < -t ? v + t : 0.0); });
+}
+
+}  // namespace gossip::algo

@@ -1,0 +1,49 @@
+#pragma once
+// The stateless methods: D-PSGD (Lian et al. 2017) and DeepSqueeze (Tang et al. 2019). Their messages are
+// full-model sketches, so a neighbour whose message is missing this round is replaced by the node's own
+// value (elastic consistency, ALGORITHMS.md §5.1) and nothing carries over to later rounds.
+#include "algorithms/algorithm.h"
+
+namespace gossip::algo {
+
+// D-PSGD: x_i <- sum_j w_ij x_j - lr * g_i, gradient at the pre-mixing iterate (ALGORITHMS.md §4.1).
+// The model goes on the wire through the configured compressor (fp32 for the uncompressed baseline); the
+// self term uses the node's own decoded message so that the round is exactly W applied to what was sent.
+class Dpsgd final : public Algorithm {
+ public:
+  Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  std::string_view name() const override { return "dpsgd"; }
+  bool stateless() const override { return true; }
+  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
+
+ private:
+  AlgorithmParams p_;
+  const compress::Compressor& c_;
+  PeerId self_;
+  Vec own_;      // decode of this node's own message
+  Vec step_;     // lr * g, saved from prepare
+  double lr_ = 0;
+};
+
+// DeepSqueeze: x_half = x - lr g; v = x_half + delta; c = C(v); delta = v - c;
+// x = x_half + eta * sum_j w_ij (c_j - c_i)  (ALGORITHMS.md §4.3). The self term uses the compressed c_i,
+// which keeps the network average exact.
+class DeepSqueeze final : public Algorithm {
+ public:
+  DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  std::string_view name() const override { return "deepsqueeze"; }
+  bool stateless() const override { return true; }
+  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
+
+ private:
+  AlgorithmParams p_;
+  const compress::Compressor& c_;
+  PeerId self_;
+  Vec delta_;  // error memory
+  Vec own_;    // c_i, decode of own message
+  double lr_ = 0;
+};
+
+}  // namespace gossip::algo

@@ -1,0 +1,115 @@
+#include "compressors/quant_common.h"
+
+#include <cmath>
+#include <limits>
+
+#include "compressors/field_pack.h"
+
+namespace gossip::compress::detail {
+namespace {
+// Independent partial sums: a single accumulator would be a serial dependency chain that the compiler
+// may not reorder (no -ffast-math), while 8 lanes let it vectorize and pipeline the loop.
+constexpr std::size_t kLanes = 8;
+}  // namespace
+
+template <class T>
+double sumAbs(const T* x, std::size_t n) {
+  double acc[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) acc[j] += std::fabs(static_cast<double>(x[i + j]));
+  double s = 0.0;
+  for (; i < n; ++i) s += std::fabs(static_cast<double>(x[i]));
+  for (double a : acc) s += a;
+  return s;
+}
+
+template <class T>
+double sumSquares(const T* x, std::size_t n) {
+  double acc[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) {
+      const auto v = static_cast<double>(x[i + j]);
+      acc[j] += v * v;
+    }
+  double s = 0.0;
+  for (; i < n; ++i) {
+    const auto v = static_cast<double>(x[i]);
+    s += v * v;
+  }
+  for (double a : acc) s += a;
+  return s;
+}
+
+template <class T>
+double maxAbs(const T* x, std::size_t n) {
+  // m tracks max |x|; chk sums x - x, which is 0 for finite x and NaN for inf or NaN, because a max
+  // written as a comparison silently drops NaN.
+  T m[kLanes] = {};
+  T chk[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) {
+      const T v = x[i + j];
+      const T a = std::fabs(v);
+      m[j] = a > m[j] ? a : m[j];
+      chk[j] += v - v;
+    }
+  T best = 0;
+  T bad = 0;
+  for (; i < n; ++i) {
+    const T a = std::fabs(x[i]);
+    best = a > best ? a : best;
+    bad += x[i] - x[i];
+  }
+  for (std::size_t j = 0; j < kLanes; ++j) {
+    best = m[j] > best ? m[j] : best;
+    bad += chk[j];
+  }
+  if (!(bad == 0)) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(best);
+}
+
+template double sumAbs<float>(const float*, std::size_t);
+template double sumAbs<double>(const double*, std::size_t);
+template double sumSquares<float>(const float*, std::size_t);
+template double sumSquares<double>(const double*, std::size_t);
+template double maxAbs<float>(const float*, std::size_t);
+template double maxAbs<double>(const double*, std::size_t);
+
+std::byte* beginPayload(Encoded& out, CodecId codec, std::uint16_t param, std::uint32_t dim,
+                        std::size_t totalBytes) {
+  GOSSIP_CHECK(totalBytes >= kCodecHeaderBytes, "payload size ", totalBytes);
+  out.bytes.resize(totalBytes);
+  std::byte* p = out.bytes.data();
+  p[0] = static_cast<std::byte>(codec);
+  p[1] = static_cast<std::byte>(kCodecVersion);
+  std::memcpy(p + 2, &param, 2);
+  std::memcpy(p + 4, &dim, 4);
+  return p + kCodecHeaderBytes;
+}
+
+std::span<const std::byte> readScales(ByteReader& r, std::uint32_t nb, const char* codecName) {
+  const auto scales = r.take(4 * std::size_t{nb});
+  bool ok = true;
+  for (std::uint32_t b = 0; b < nb; ++b) {
+    const float s = getScale(scales.data(), b);
+    ok &= std::isfinite(s) && s >= 0.0f;
+  }
+  if (!ok) throw DecodeError(std::string(codecName) + " payload: non-finite or negative scale");
+  return scales;
+}
+
+void expectParam(const Header& h, std::uint16_t want, const char* codecName) {
+  if (h.param != want)
+    throw DecodeError(std::string(codecName) + " payload: header param " + std::to_string(h.param) +
+                      " does not match configured " + std::to_string(want));
+}
+
+void expectCleanPadding(std::span<const std::byte> fields, std::size_t n, unsigned width, const char* codecName) {
+  if (!fieldPaddingIsZero(fields.data(), n, width))
+    throw DecodeError(std::string(codecName) + " payload: nonzero padding bits");
+}
+
+}  // namespace gossip::compress::detail

@@ -1,0 +1,180 @@
+#pragma once
+// The configuration of one gossipd process (run, cluster and sim), parsed ONCE into typed structs.
+//
+// Sources, in order: built-in defaults, then a TOML file (optional), then each `--set section.key=value`
+// override in command-line order. Every key of every section is overridable; the schema (which keys
+// exist, their types, ranges and allowed names) lives in one table in config_schema.cc, so parsing,
+// validation, --set, JSON output and docs/config.md cannot drift apart key by key.
+//
+// Failure contract (DESIGN.md §2): a missing file, a TOML syntax error, an unknown section or key, a
+// value of the wrong type or out of range all end in ONE gossip::ConfigError whose single-line message
+// names the file or the `section.key`. loadConfig() collects every problem it can find and joins them
+// with "; ", so a user fixes a config in one pass. There are no silent defaults for keys that were
+// given: a key is either applied or reported.
+//
+// Each module gets only its own sub-struct (STYLE.md §4): the compressor factory takes
+// `config.compressor`, the topology takes topologyParams(config.cluster), and so on.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compressors/compressor.h"
+#include "core/types.h"
+#include "topology/topology.h"
+
+namespace gossip::daemon {
+
+// Accepted names of the enumerated string keys. The first entry of each list is the default.
+inline constexpr std::array<std::string_view, 7> kAlgorithmNames{"dpsgd", "choco", "deepsqueeze", "nids",
+                                                                 "ed",    "lead",  "prox_lead"};
+// Algorithms whose messages are stateless (a lost message only affects one round, ALGORITHMS.md §5.2).
+inline constexpr std::array<std::string_view, 2> kStatelessAlgorithms{"dpsgd", "deepsqueeze"};
+inline constexpr std::array<std::string_view, 4> kLrSchedules{"constant", "step", "inverse", "cosine"};
+inline constexpr std::array<std::string_view, 2> kLocalSchedules{"fixed", "adaptive"};
+inline constexpr std::array<std::string_view, 4> kEstimators{"sgd", "full", "lsvrg", "saga"};
+inline constexpr std::array<std::string_view, 3> kWeightRules{"metropolis", "maxdegree", "uniform"};
+inline constexpr std::array<std::string_view, 4> kModelKinds{"softmax", "logistic", "mlp", "least_squares"};
+inline constexpr std::array<std::string_view, 4> kDataFormats{"idx", "libsvm", "csv", "synthetic"};
+inline constexpr std::array<std::string_view, 3> kScalings{"none", "minmax", "standardize"};
+inline constexpr std::array<std::string_view, 3> kPartitions{"iid", "label_sorted", "dirichlet"};
+
+struct NodeConfig {
+  PeerId id = 0;
+  std::string listen = "tcp://127.0.0.1:0";  // ZeroMQ endpoint; port 0 = ephemeral
+  std::string http = "127.0.0.1:0";          // host:port of the HTTP server; "" = no HTTP server
+  std::string data_dir = "./gossipd-data";   // checkpoints and keys of this node
+};
+
+struct ClusterConfig {
+  std::uint32_t nodes = 8;          // sim/cluster: number of nodes
+  std::string topology = "ring";    // any name topology::parseKind accepts
+  std::uint32_t degree = 4;         // random regular
+  std::uint32_t extra = 0;          // ring: extra successors each side
+  std::uint32_t rows = 0;           // grid/torus: 0 = as square as possible
+  double edge_prob = 0.0;           // Erdos-Renyi: 0 = 2 ln(n)/n
+  std::string edges;                // edge-list file (topology = edge list)
+  std::string weights = "metropolis";
+  std::uint64_t seed = 1;           // topology seed; identical on every node
+  std::vector<std::string> seeds;   // endpoints of seed nodes to join through
+};
+
+struct AlgorithmConfig {
+  std::string name = "dpsgd";
+  double lr = 0.1;                      // eta_0 of the step-size schedule (learningRate())
+  std::string lr_schedule = "constant";
+  double lr_decay = 0.1;                // step: factor per period; inverse: slope
+  std::uint64_t lr_decay_every = 0;     // step: period in rounds (required >= 1 for "step")
+  double eta = 1.0;                     // DeepSqueeze averaging rate, (0,1]
+  double gamma = 1.0;                   // CHOCO consensus step / LEAD dual step
+  double alpha = 0.5;                   // LEAD reference averaging, (0,1]
+  std::uint32_t local_steps = 1;        // SGD steps between two communications
+  std::string local_schedule = "fixed";
+  std::uint32_t local_steps_max = 1;    // adaptive: upper bound on local steps
+  std::uint64_t rounds = 100;
+  std::uint32_t round_timeout_ms = 2000;
+  std::string estimator = "sgd";
+  std::uint32_t batch = 32;
+  double lsvrg_p = 0.0;                 // LSVRG refresh probability; 0 = 1/m (m = local samples)
+};
+
+struct ModelConfig {
+  std::string kind = "softmax";
+  std::vector<std::uint32_t> hidden{128};  // mlp: hidden layer widths
+  double l1 = 0.0;                         // non-smooth R(x) = l1 ||x||_1 (proximal methods)
+  double l2 = 0.0;                         // smooth l2/2 ||x||^2, part of f
+};
+
+struct DataConfig {
+  std::string format = "idx";
+  std::string train;                 // required unless format = synthetic (checked by the data loader)
+  std::string test;                  // optional
+  std::string train_labels;          // idx: labels file; "" = derived from the images file name
+  std::string test_labels;           // idx: as train_labels, for the test images
+  std::int32_t label_column = 0;     // csv: negative counts from the end (-1 = last column)
+  bool header = false;               // csv: first line is a header
+  bool regression = false;           // libsvm/csv: real-valued targets (model.kind = least_squares)
+  std::string scaling = "none";
+  std::string partition = "iid";
+  double dirichlet_alpha = 0.5;
+  std::uint64_t max_train = 0;       // 0 = all
+  std::uint64_t max_test = 0;        // 0 = all
+  std::uint32_t synthetic_samples = 50;  // per node
+  std::uint32_t synthetic_dim = 40;
+  double synthetic_heterogeneity = 1.0;  // 0 = iid nodes
+  std::uint64_t seed = 1;
+};
+
+// A scripted fault: node `node` crashes (or joins) at the start of round `round`.
+struct FaultEvent {
+  PeerId node = 0;
+  Round round = 0;
+  friend bool operator==(const FaultEvent&, const FaultEvent&) = default;
+};
+
+struct FaultsConfig {
+  double drop = 0.0;                  // per-message drop probability (stateless algorithms only)
+  std::vector<FaultEvent> crash;
+  std::vector<FaultEvent> join;
+  std::uint32_t delay_ms = 0;         // added delivery delay
+};
+
+struct SimConfig {
+  std::uint64_t eval_every = 10;      // rounds between evaluations
+  std::uint64_t eval_test_max = 0;    // test samples used per evaluation; 0 = all
+  std::uint32_t threads = 1;
+};
+
+struct MonitorConfig {};  // reserved: [monitor] is accepted but has no keys yet
+
+struct SecurityConfig {
+  bool enable = false;   // CurveZMQ with an allow-list
+  std::string keys_dir;  // required when enable = true
+};
+
+struct Config {
+  NodeConfig node;
+  ClusterConfig cluster;
+  AlgorithmConfig algorithm;
+  compress::CompressorSpec compressor;  // [compressor] without beta
+  double compressor_beta = 1.0;         // [compressor].beta: error-feedback low-pass factor, (0,1]
+  ModelConfig model;
+  DataConfig data;
+  FaultsConfig faults;
+  SimConfig sim;
+  MonitorConfig monitor;
+  SecurityConfig security;
+};
+
+// Defaults, then `file` (if given), then each "section.key=value" of `sets` in order; then validate().
+// An override value is read as a TOML value when it parses as one (numbers, booleans, arrays, quoted
+// strings, inline tables) and as the bare text otherwise, so `--set algorithm.name=choco` works. A
+// string-valued key always takes the bare text unless it is quoted; a string-array key also accepts a
+// bare comma-separated list. Throws ConfigError listing every problem found.
+Config loadConfig(const std::optional<std::string>& file, const std::vector<std::string>& sets);
+
+// As loadConfig, from TOML text; `source` names it in error messages (e.g. "<string>").
+Config parseConfig(std::string_view toml_text, std::string_view source, const std::vector<std::string>& sets);
+
+// Every problem of an already built Config (ranges, names, cross-key rules), each message naming its
+// key. Empty when the config is usable.
+std::vector<std::string> validate(const Config& config);
+
+// The resolved config as {section: {key: value}}, every key present; written into sim results.
+nlohmann::json toJson(const Config& config);
+
+// Conversions for the other modules. Both assume a validated config (they throw ConfigError otherwise).
+topology::TopologyParams topologyParams(const ClusterConfig& cluster);
+topology::WeightRule weightRule(const ClusterConfig& cluster);
+
+// Step size of round t (t counts from 0) under the configured schedule:
+//   constant: lr                      step:   lr * lr_decay^floor(t / lr_decay_every)
+//   inverse:  lr / (1 + lr_decay * t)  cosine: lr * (1 + cos(pi * min(t, rounds) / rounds)) / 2
+double learningRate(const AlgorithmConfig& algorithm, Round t);
+
+}  // namespace gossip::daemon

@@ -1,0 +1,86 @@
+#pragma once
+// Small deterministic convex problems with known centralized solutions, used as test oracles for the
+// exact methods. Each node i holds f_i; the network objective is (1/n) sum_i f_i (+ l1 ||x||_1).
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "core/rng.h"
+#include "training/estimator.h"
+
+namespace gossip::testing {
+
+using Vec = Eigen::VectorXd;
+using Mat = Eigen::MatrixXd;
+
+struct NodeData {
+  Mat A;  // m x d
+  Vec b;  // m (targets or {0,1} labels)
+};
+
+enum class Loss { Ridge, Logistic };
+
+struct Problem {
+  Loss loss = Loss::Ridge;
+  std::vector<NodeData> nodes;
+  double l2 = 0.0;
+  double l1 = 0.0;
+  std::size_t dim() const { return static_cast<std::size_t>(nodes.front().A.cols()); }
+
+  // Mean loss of node i (smooth part) and its full gradient.
+  double lossGrad(std::size_t i, const Vec& x, Vec& g) const {
+    const auto& nd = nodes[i];
+    const double m = static_cast<double>(nd.A.rows());
+    Vec z = nd.A * x;
+    double f = 0.0;
+    Vec r(z.size());
+    for (Eigen::Index k = 0; k < z.size(); ++k) {
+      if (loss == Loss::Ridge) {
+        const double e = z[k] - nd.b[k];
+        f += 0.5 * e * e;
+        r[k] = e;
+      } else {
+        const double p = 1.0 / (1.0 + std::exp(-z[k]));
+        f += std::log1p(std::exp(-std::abs(z[k]))) + std::max(z[k], 0.0) - nd.b[k] * z[k];
+        r[k] = p - nd.b[k];
+      }
+    }
+    g = nd.A.transpose() * r / m + l2 * x;
+    return f / m + 0.5 * l2 * x.squaredNorm();
+  }
+
+  Vec meanGrad(const Vec& x) const {
+    Vec g, acc = Vec::Zero(static_cast<Eigen::Index>(dim()));
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      lossGrad(i, x, g);
+      acc += g;
+    }
+    return acc / static_cast<double>(nodes.size());
+  }
+
+  // Centralized solution over the nodes in `members` (all if empty): exact solve for ridge without l1,
+  // otherwise proximal gradient run to a fixed point.
+  Vec solve(const std::vector<std::size_t>& members = {}) const;
+  double smoothness() const;  // an upper bound on max_i L_i
+};
+
+// Heterogeneous ridge least squares (ALGORITHMS.md §8 algorithm table): node i draws features around its
+// own mean and targets from its own weight vector.
+Problem makeRidge(std::size_t n, std::size_t d, std::size_t m, double l2, std::uint64_t seed);
+// Heterogeneous L1 logistic regression (ALGORITHMS.md §8 L1-logistic table).
+Problem makeL1Logistic(std::size_t n, std::size_t d, std::size_t m, double l1, double l2, std::uint64_t seed);
+
+// Full-gradient estimator for node i of a Problem.
+class FullGradient final : public training::GradientEstimator {
+ public:
+  FullGradient(const Problem& p, std::size_t i) : p_(p), i_(i) {}
+  double estimate(const Vec& x, Vec& g) override { return p_.lossGrad(i_, x, g); }
+
+ private:
+  const Problem& p_;
+  std::size_t i_;
+};
+
+}  // namespace gossip::testing

@@ -1,0 +1,42 @@
+#pragma once
+// The [data] configuration section turned into data sets: reads the training file (and the optional test
+// file) in one of the supported formats, reconciles their shapes, and fits feature scaling on the
+// training set only. A node given its own file uses loadDataset with only `train` set.
+#include <optional>
+#include <string>
+
+#include "training/dataset.h"
+#include "training/scaling.h"
+
+namespace gossip::training {
+
+struct DataSpec {
+  std::string format = "idx";        // idx | libsvm | csv
+  std::string train;                 // required; idx: the images file
+  std::string test;                  // optional; idx: the images file
+  std::string train_labels;          // idx: labels file; empty = derived ("images-idx3" -> "labels-idx1")
+  std::string test_labels;           // idx: as above for the test images
+  int label_column = 0;              // csv: negative counts from the end (-1 = last column)
+  bool header = false;               // csv: first non-empty line holds column names
+  char delimiter = ',';              // csv
+  std::string scaling = "none";      // none | minmax | standardize (fitted on train)
+  std::size_t features = 0;          // libsvm: feature count; 0 = largest index in the training file
+  int classes = 0;                   // 0 = inferred (max label + 1 over train and test)
+  bool regression = false;           // libsvm/csv: labels are real-valued targets
+  std::size_t limit = 0;             // keep only the first `limit` training samples (0 = all)
+};
+
+struct LoadedData {
+  Dataset train;
+  std::optional<Dataset> test;
+  Scaler scaler;  // as fitted on train; apply it to any further data in the same feature space
+};
+
+// ConfigError for bad spec fields (naming data.<field>), DataError for unreadable or malformed files and
+// for a train/test dimension or label mismatch. Both data sets end with the same `classes`.
+LoadedData loadDataset(const DataSpec& spec);
+
+// The Fashion-MNIST files of the Debian package dataset-fashion-mnist.
+DataSpec fashionMnistSpec(const std::string& dir = "/usr/share/datasets/fashion-mnist");
+
+}  // namespace gossip::training
