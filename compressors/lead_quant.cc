@@ -49,7 +49,7 @@ struct Format {
 template <unsigned B, class T>
 void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std::byte* scales, std::byte* dst, Rng& rng) {
   using F = Format<B>;
-  const T cap = static_cast<T>(F::kLevels);
+  const auto cap = static_cast<T>(F::kLevels);
   std::uint32_t u[F::kChunkElems];
   std::uint32_t digits[F::kChunkElems];
   detail::produceFields(dst, F::fields(x.size()), F::kWidth, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
@@ -57,17 +57,17 @@ void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std:
     const std::size_t e1 = std::min(x.size(), (first + count) * F::kGroup);
     detail::drawUniforms(rng, u, e1 - e0);
     detail::forEachBlockPiece(blocks, e0, e1, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
+      std::uint32_t* ds = digits + (lo - e0);
       const float norm = detail::getScale(scales, b);
-      const T inv = norm > 0.0f ? cap / static_cast<T>(norm) : T(0);  // non-finite norms: rejected anyway
+      if (!detail::usableNorm(norm)) {  // zero block, or inf/NaN inside (the payload is rejected anyway)
+        std::fill(ds, ds + (hi - lo), F::kLevels);
+        return;
+      }
+      const T inv = cap / static_cast<T>(norm);
       const T* xs = x.data() + lo;
       const std::uint32_t* us = u + (lo - e0);
-      std::uint32_t* ds = digits + (lo - e0);
       for (std::size_t i = 0; i < hi - lo; ++i) {
-        T y = std::fabs(xs[i]) * inv;
-        y = y < cap ? y : cap;  // |x|/N can round a hair above 1
-        const auto whole = static_cast<std::int32_t>(y);
-        const T frac = y - static_cast<T>(whole);
-        const std::int32_t level = whole + (detail::unitUniform<T>(us[i]) < frac ? 1 : 0);
+        const std::int32_t level = detail::roundLevel(std::fabs(xs[i]) * inv, us[i], static_cast<std::int32_t>(F::kLevels));
         const std::int32_t neg = -static_cast<std::int32_t>(xs[i] < T(0));  // 0 or -1: branch-free sign
         ds[i] = static_cast<std::uint32_t>(static_cast<std::int32_t>(F::kLevels) + ((level ^ neg) - neg));
       }

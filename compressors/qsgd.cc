@@ -50,18 +50,19 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
     detail::produceFields(scales + 4ull * blocks.count, dim, width_, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
       detail::drawUniforms(rng, u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
+        std::uint32_t* cs = codes + (lo - first);
         const float norm = detail::getScale(scales, b);
-        const T inv = norm > 0.0f ? cap / static_cast<T>(norm) : T(0);  // NaN/inf norms give 0: payload is rejected anyway
+        if (!detail::usableNorm(norm)) {  // zero block, or inf/NaN inside (the payload is rejected anyway)
+          std::fill(cs, cs + (hi - lo), 0u);
+          return;
+        }
+        const T inv = cap / static_cast<T>(norm);
         const T* xs = x.data() + lo;
         const std::uint32_t* us = u + (lo - first);
-        std::uint32_t* cs = codes + (lo - first);
+        const auto s = static_cast<std::int32_t>(levels_);
         for (std::size_t i = 0; i < hi - lo; ++i) {
-          T y = std::fabs(xs[i]) * inv;
-          y = y < cap ? y : cap;  // rounding can put |x|/N a hair above 1
-          const auto whole = static_cast<std::int32_t>(y);
-          const T frac = y - static_cast<T>(whole);
-          const std::int32_t level = whole + (detail::unitUniform<T>(us[i]) < frac ? 1 : 0);
-          cs[i] = (static_cast<std::uint32_t>(level) << 1) | (xs[i] < T(0) ? 1u : 0u);
+          const std::int32_t level = detail::roundLevel(std::fabs(xs[i]) * inv, us[i], s);
+          cs[i] = static_cast<std::uint32_t>(level) << 1 | static_cast<std::uint32_t>(xs[i] < T(0));
         }
       });
     });

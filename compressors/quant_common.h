@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -82,6 +83,21 @@ inline T unitUniform(std::uint32_t u) {
     return static_cast<float>(static_cast<std::int32_t>(u >> 8)) * 0x1p-24f;
   else
     return static_cast<double>(static_cast<std::int32_t>(u >> 1)) * 0x1p-31;
+}
+
+// A block norm the level loops can divide by: positive and finite. Other blocks are all zero, or hold
+// inf/NaN (their payload is rejected by every decoder), and are coded as level 0 without looking at x.
+inline bool usableNorm(float norm) { return norm > 0.0f && norm <= std::numeric_limits<float>::max(); }
+
+// Stochastic rounding of y = s|x|/N in [0, s]: floor(y) + [U < frac(y)], capped at s because |x|/N can
+// round a hair above 1. y must be finite (usableNorm guarantees it): the cap is applied to the integer,
+// since a float ?: before the conversion makes GCC split the loop and give up vectorizing it.
+template <class T>
+inline std::int32_t roundLevel(T y, std::uint32_t u, std::int32_t s) {
+  const auto whole = static_cast<std::int32_t>(y);
+  const T frac = y - static_cast<T>(whole);
+  const std::int32_t level = whole + static_cast<std::int32_t>(unitUniform<T>(u) < frac);
+  return level < s ? level : s;
 }
 
 // Block norms, accumulated in double. maxAbs returns NaN if any element is inf or NaN (sumAbs and

@@ -62,11 +62,11 @@ int sim(std::vector<std::string> argv) {
     outFile.open(*out);
     if (!outFile) throw ConfigError("--out: cannot write '" + *out + "'");
   }
-  std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds\n", config.cluster.nodes,
-               config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
-               static_cast<unsigned long long>(config.algorithm.rounds));
   auto problem = daemon::buildSimProblem(config);
   sim::Simulator simulator(problem->setup);
+  std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds, %zu parameters\n", config.cluster.nodes,
+               config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
+               static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
   const Round total = config.algorithm.rounds;
   const auto records = simulator.run([total](const sim::EvalRecord& r) { printProgress(r, total); });
 

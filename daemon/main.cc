@@ -28,7 +28,7 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
+    std::fputs("gossipd: missing command (try 'gossipd help')\n", stderr);
     return 2;
   }
   const std::string_view command = argv[1];

@@ -65,28 +65,70 @@ TEST_CASE("selectTopK matches a full-sort reference, ties broken by lowest index
   }
 }
 
+// O(d) characterisation of the exact answer: k sorted indices; every kept |x| >= every dropped |x|; and
+// at the boundary magnitude, every kept index is below every dropped one.
+template <class T>
+bool isExactTopK(const std::vector<T>& x, std::uint32_t k, const std::vector<std::uint32_t>& idx) {
+  if (idx.size() != std::min<std::size_t>(k, x.size())) return false;
+  if (!std::is_sorted(idx.begin(), idx.end()) || std::adjacent_find(idx.begin(), idx.end()) != idx.end()) return false;
+  if (idx.empty()) return true;
+  std::vector<char> kept(x.size(), 0);
+  T minKept = std::abs(x[idx[0]]);
+  for (auto i : idx) kept[i] = 1, minKept = std::min(minKept, std::abs(x[i]));
+  std::size_t lastKeptAtMin = 0;
+  for (auto i : idx)
+    if (std::abs(x[i]) == minKept) lastKeptAtMin = i;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (kept[i]) continue;
+    if (std::abs(x[i]) > minKept) return false;
+    if (std::abs(x[i]) == minKept && i < lastKeptAtMin) return false;
+  }
+  return true;
+}
+
 TEST_CASE("selectTopK sampled path (large d) is exact, also on adversarial inputs") {
   Rng rng(12);
   std::vector<std::uint32_t> idx;
   const std::size_t d = 70001;  // above the direct-selection cut-off, not a multiple of the stride
-  for (std::uint32_t k : {1u, 7u, 700u, 7000u, 35000u, 69999u}) {
-    for (int kind = 0; kind < 4; ++kind) {
-      std::vector<float> x;
-      if (kind < 2) {
-        x = randomInput(rng, d, kind == 0);
-      } else if (kind == 2) {
-        // Large values exactly on the positions a strided sample would skip: the sample sees only small
-        // values, so the first threshold is too high and the retry path must recover.
-        x.assign(d, 0.5f);
-        for (std::size_t i = 0; i < d; i += 3) x[i] = 100.0f + static_cast<float>(i % 5);
-      } else {
-        x.assign(d, 0.0f);  // mostly zeros: the threshold falls to 0
-        for (std::size_t i = 0; i < 50; ++i) x[rng.below(d)] = -2.0f;
-      }
-      gc::selectTopK(std::span<const float>(x), k, idx);
-      REQUIRE(idx == referenceTopK(x, k));
+  {  // full-sort reference once on each kind of random input
+    for (bool ties : {false, true}) {
+      const auto x = randomInput(rng, d, ties);
+      gc::selectTopK(std::span<const float>(x), 700, idx);
+      REQUIRE(idx == referenceTopK(x, 700));
     }
   }
+  for (std::uint32_t k : {1u, 7u, 700u, 7000u, 35000u, 69999u}) {
+    CAPTURE(k);
+    std::vector<std::vector<float>> inputs{randomInput(rng, d, false), randomInput(rng, d, true)};
+    // Large values on one residue class mod p: for some (p, r) a strided sample sees none of them, so the
+    // first threshold is far too high and the retry path must recover.
+    for (std::size_t period : {2u, 3u, 4u})
+      for (std::size_t r = 0; r < 2; ++r) {
+        std::vector<float> x(d, 0.5f);
+        for (std::size_t i = r; i < d; i += period) x[i] = 100.0f + static_cast<float>(i % 7);
+        inputs.push_back(std::move(x));
+      }
+    std::vector<float> sparse(d, 0.0f);  // mostly zeros: the threshold falls to 0
+    for (std::size_t i = 0; i < 50; ++i) sparse[rng.below(d)] = -2.0f;
+    inputs.push_back(std::move(sparse));
+    for (const auto& x : inputs) {
+      gc::selectTopK(std::span<const float>(x), k, idx);
+      REQUIRE(isExactTopK(x, k, idx));
+    }
+    std::vector<double> xd(d);
+    for (auto& v : xd) v = static_cast<double>(rng.below(5)) * (rng.below(2) ? 1.0 : -1.0);
+    gc::selectTopK(std::span<const double>(xd), k, idx);
+    REQUIRE(isExactTopK(xd, k, idx));
+  }
+}
+
+TEST_CASE("the O(d) top-k checker itself rejects wrong answers") {
+  const std::vector<float> x{3, -1, 3, 2, -3, 0};
+  CHECK(isExactTopK(x, 2, {0, 2}));
+  CHECK_FALSE(isExactTopK(x, 2, {0, 4}));  // tie at 3 must go to the lower index 2
+  CHECK_FALSE(isExactTopK(x, 2, {0, 3}));  // 2 < 3
+  CHECK_FALSE(isExactTopK(x, 2, {2, 0}));  // unsorted
+  CHECK_FALSE(isExactTopK(x, 3, {0, 2}));  // wrong count
 }
 
 TEST_CASE("selectTopK double input and edge sizes") {

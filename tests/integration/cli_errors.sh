@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Bad input never crashes gossipd: every case below must exit with code 2 and print exactly one line on
+# stderr that names the problem (a key, a flag or a file). Usage: cli_errors.sh path/to/gossipd
+set -u
+GOSSIPD=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+# expect NAME PATTERN -- ARGS...: exit 2, one stderr line matching PATTERN
+expect() {
+  local name=$1 pattern=$2
+  shift 3
+  "$GOSSIPD" "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$? lines
+  lines=$(wc -l <"$TMP/err")
+  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -qE -- "$pattern" "$TMP/err"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name: exit $rc, $lines stderr lines, expected /$pattern/:"
+    sed 's/^/  | /' "$TMP/err"
+  fi
+}
+
+printf 'a,b,label\n1,2,0\n3,4,1\n' >"$TMP/ok.csv"
+printf 'a,b,c,label\n1,2,3,0\n3,4,5,1\n' >"$TMP/wide.csv"
+printf 'a,b,label\n1,2,0\n3,oops,1\n' >"$TMP/bad.csv"
+printf '[algorithm]\nname = "dpsgd"\nrounds = \n' >"$TMP/syntax.toml"
+printf 'not an idx file' >"$TMP/bad.idx"
+CSV=(--set data.format=csv --set data.header=true --set data.label_column=-1 --set model.kind=logistic
+     --set cluster.nodes=2 --set algorithm.rounds=2)
+
+expect "no command" "usage|command" -- 
+expect "unknown command" "unknown command" -- frobnicate
+expect "missing config" "nope.toml" -- sim --config "$TMP/nope.toml"
+expect "toml syntax" "syntax.toml" -- sim --config "$TMP/syntax.toml"
+expect "unknown key" "algorithm.lrr" -- sim --set algorithm.lrr=0.1
+expect "unknown section" "bogus" -- sim --set bogus.key=1
+expect "bad value" "algorithm.lr" -- sim --set algorithm.lr=-1
+expect "wrong type" "algorithm.rounds" -- sim --set algorithm.rounds=many
+expect "bad algorithm" "algorithm.name" -- sim --set algorithm.name=sgdx
+expect "bad compressor" "compressor.name" -- sim --set compressor.name=zip
+expect "malformed --set" "--set" -- sim --set algorithm.lr
+expect "unknown sim flag" "--frob" -- sim --frob
+expect "unreadable data" "nope-images" -- sim --set data.format=idx --set "data.train=$TMP/nope-images-idx3-ubyte.gz"
+expect "idx labels not derivable" "train_labels" -- sim --set data.format=idx --set "data.train=$TMP/nope.gz"
+expect "malformed idx" "bad.idx" -- sim --set data.format=idx --set "data.train=$TMP/bad.idx" --set "data.train_labels=$TMP/bad.idx"
+expect "malformed csv" "bad.csv" -- sim "${CSV[@]}" --set "data.train=$TMP/bad.csv"
+expect "dimension mismatch" "ok.csv|wide.csv|dimension|features" -- sim "${CSV[@]}" --set "data.train=$TMP/ok.csv" --set "data.test=$TMP/wide.csv"
+expect "drop with replica" "drop" -- sim --set data.format=synthetic --set model.kind=logistic --set algorithm.name=lead --set compressor.name=fp32 --set faults.drop=0.1
+expect "topo unknown kind" "topology|blob" -- topo --topology blob --nodes 4
+expect "topo bad nodes" "nodes" -- topo --topology ring --nodes -3
+expect "topo odd regular" "degree|regular" -- topo --topology random_regular --nodes 5 --degree 3
+expect "unwritable out" "out" -- sim --set data.format=synthetic --set model.kind=logistic --out /nonexistent-dir/r.json
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
