@@ -1,8 +1,11 @@
 #include "compressors/cast.h"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "compressors/codec_base.h"
+#include "compressors/half.h"
 
 namespace gossip::compress {
 namespace {
@@ -55,15 +58,92 @@ class Fp32 final : public detail::CodecBase<Fp32> {
   }
 };
 
+struct Fp16Format {
+  static constexpr CodecId kCodec = CodecId::Fp16;
+  static constexpr const char* kName = "fp16";
+  static constexpr double kUnitRoundoff = 0x1p-11;  // half an ulp, relative
+  static std::uint16_t fromFloat(float f) { return detail::floatToHalf(f); }
+  static float toFloat(std::uint16_t h) { return detail::halfToFloat(h); }
+  static bool finite(std::uint16_t h) { return detail::halfIsFinite(h); }
+};
+
+struct Bf16Format {
+  static constexpr CodecId kCodec = CodecId::Bf16;
+  static constexpr const char* kName = "bf16";
+  static constexpr double kUnitRoundoff = 0x1p-8;
+  static std::uint16_t fromFloat(float f) { return detail::floatToBf16(f); }
+  static float toFloat(std::uint16_t h) { return detail::bf16ToFloat(h); }
+  static bool finite(std::uint16_t h) { return detail::bf16IsFinite(h); }
+};
+
+// 16-bit casts: header + dim little-endian 16-bit values (half.h has the rounding and range policy).
+// Deterministic rounding, so biased; quality is the relative rounding error, which holds for values in
+// the format's normal range (fp16: [2^-14, 65504]; smaller values lose relative precision, larger ones
+// saturate).
+template <class Fmt>
+class Cast16 final : public detail::CodecBase<Cast16<Fmt>> {
+ public:
+  std::string_view name() const override { return Fmt::kName; }
+  CodecId codec() const override { return Fmt::kCodec; }
+  bool unbiased() const override { return false; }
+  Quality quality(std::uint32_t) const override {
+    return {Quality::Kind::Contraction, 1.0 - Fmt::kUnitRoundoff * Fmt::kUnitRoundoff};
+  }
+  std::size_t encodedBytes(std::uint32_t dim) const override { return kCodecHeaderBytes + 2ull * dim; }
+
+  template <class T>
+  void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
+    const std::uint32_t dim = detail::checkedDim(x.size());
+    detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
+    out.bytes.resize(encodedBytes(dim));
+    std::byte* dst = out.bytes.data() + kCodecHeaderBytes;
+    std::uint16_t buf[kStage];  // staged so the conversion loop is a plain vectorizable array loop
+    for (std::size_t first = 0; first < dim; first += kStage) {
+      const std::size_t n = std::min<std::size_t>(kStage, dim - first);
+      const T* xs = x.data() + first;
+      for (std::size_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<T, float>)
+          buf[i] = Fmt::fromFloat(xs[i]);
+        else
+          buf[i] = Fmt::fromFloat(detail::toFloatRoundOdd(xs[i]));
+      }
+      std::memcpy(dst + 2 * first, buf, 2 * n);
+    }
+  }
+
+  template <class T>
+  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+    ByteReader r(p, Fmt::kName);
+    const auto h = detail::readHeader(r, codec(), acc.size());
+    if (h.param != 0) throw DecodeError(std::string(Fmt::kName) + " payload: unexpected header param");
+    const std::byte* src = r.take(2ull * h.dim).data();
+    r.expectEnd();
+    std::uint16_t buf[kStage];
+    std::uint32_t bad = 0;
+    for (std::size_t first = 0; first < h.dim; first += kStage) {
+      const std::size_t n = std::min<std::size_t>(kStage, h.dim - first);
+      std::memcpy(buf, src + 2 * first, 2 * n);
+      for (std::size_t i = 0; i < n; ++i) bad |= static_cast<std::uint32_t>(!Fmt::finite(buf[i]));
+    }
+    if (bad) throw DecodeError(std::string("non-finite value in ") + Fmt::kName + " payload");
+    const T s = static_cast<T>(scale);
+    for (std::size_t first = 0; first < h.dim; first += kStage) {
+      const std::size_t n = std::min<std::size_t>(kStage, h.dim - first);
+      std::memcpy(buf, src + 2 * first, 2 * n);
+      T* a = acc.data() + first;
+      for (std::size_t i = 0; i < n; ++i) a[i] += s * static_cast<T>(Fmt::toFloat(buf[i]));
+    }
+  }
+
+ private:
+  static constexpr std::size_t kStage = 256;
+};
+
 }  // namespace
 
 std::unique_ptr<Compressor> makeFp32(const CompressorSpec&) { return std::make_unique<Fp32>(); }
 
-std::unique_ptr<Compressor> makeFp16(const CompressorSpec&) {
-  throw ConfigError("compressor fp16 is not implemented yet");
-}
-std::unique_ptr<Compressor> makeBf16(const CompressorSpec&) {
-  throw ConfigError("compressor bf16 is not implemented yet");
-}
+std::unique_ptr<Compressor> makeFp16(const CompressorSpec&) { return std::make_unique<Cast16<Fp16Format>>(); }
+std::unique_ptr<Compressor> makeBf16(const CompressorSpec&) { return std::make_unique<Cast16<Bf16Format>>(); }
 
 }  // namespace gossip::compress

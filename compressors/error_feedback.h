@@ -1,6 +1,12 @@
 #pragma once
 // Error-feedback memory usable with any compressor (EF / DeepSqueeze style), with ScaleCom's optional
 // low-pass filter beta:  p = m + x;  c = C(p);  m <- (1 - beta) m + beta (p - c).  beta = 1 is plain EF.
+//
+// Invariants (tested): with beta = 1 the memory equals p - c exactly, so over any number of rounds the
+// sum of transmitted values plus the memory equals the sum of inputs; with beta < 1 the memory is the
+// exponential average of the residuals p - c. c is obtained by decoding the encoded bytes, so it is
+// bit-identical to what receivers reconstruct (ALGORITHMS.md §3, rule 1).
+// Ownership: holds a reference to the compressor, which must outlive it. Not thread-safe (one per node).
 #include <cstdint>
 #include <span>
 #include <vector>

@@ -8,6 +8,7 @@
 #include "compressors/codec_base.h"
 #include "compressors/field_pack.h"
 #include "compressors/quant_common.h"
+#include "compressors/uniforms.h"
 
 namespace gossip::compress {
 namespace {
@@ -50,12 +51,13 @@ template <unsigned B, class T>
 void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std::byte* scales, std::byte* dst, Rng& rng) {
   using F = Format<B>;
   const auto cap = static_cast<T>(F::kLevels);
+  detail::UniformStream uniforms(rng);
   std::uint32_t u[F::kChunkElems];
   std::uint32_t digits[F::kChunkElems];
   detail::produceFields(dst, F::fields(x.size()), F::kWidth, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
     const std::size_t e0 = first * F::kGroup;
     const std::size_t e1 = std::min(x.size(), (first + count) * F::kGroup);
-    detail::drawUniforms(rng, u, e1 - e0);
+    uniforms.fill(u, e1 - e0);
     detail::forEachBlockPiece(blocks, e0, e1, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
       std::uint32_t* ds = digits + (lo - e0);
       const float norm = detail::getScale(scales, b);

@@ -8,6 +8,7 @@
 #include "compressors/field_pack.h"
 #include "compressors/natural_kernels.h"
 #include "compressors/quant_common.h"
+#include "compressors/uniforms.h"
 
 namespace gossip::compress {
 namespace {
@@ -26,9 +27,10 @@ class Natural final : public detail::CodecBase<Natural> {
   void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     std::byte* body = detail::beginPayload(out, codec(), 0, dim, encodedBytes(dim));
+    detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
     detail::produceFields(body, dim, detail::kNatBits, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
-      detail::drawUniforms(rng, u, count);
+      uniforms.fill(u, count);
       const T* xs = x.data() + first;
       for (unsigned i = 0; i < count; ++i) codes[i] = detail::natCode(static_cast<float>(xs[i]), u[i]);
     });
@@ -54,8 +56,6 @@ class Natural final : public detail::CodecBase<Natural> {
     });
   }
 };
-
-constexpr unsigned kMaxDitherLevels = 64;  // 2^(1-s) stays a normal fp32 with room to spare
 
 class Dither final : public detail::CodecBase<Dither> {
  public:
@@ -90,9 +90,10 @@ class Dither final : public detail::CodecBase<Dither> {
       const double norm = infNorm_ ? detail::maxAbs(x.data() + lo, n) : std::sqrt(detail::sumSquares(x.data() + lo, n));
       detail::putScale(scales, b, static_cast<float>(norm));
     }
+    detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
     detail::produceFields(scales + 4ull * blocks.count, dim, width_, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
-      detail::drawUniforms(rng, u, count);
+      uniforms.fill(u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         const float norm = detail::getScale(scales, b);
         const T inv = norm > 0.0f ? T(1) / static_cast<T>(norm) : T(0);  // non-finite norms: rejected anyway

@@ -13,6 +13,7 @@
 // code = j << 1 | negative with level 2^(j-s) (j = 0 means 0). Size 8 + 4*nb + packedBytes(dim, 1+bitsFor(s)).
 // Quality: variance omega = 1/8 + sqrt(B) 2^(1-s) min(1, sqrt(B) 2^(1-s)), B the longest block
 // (d^(1/r) with r = min(p, 2) = 2 for both norms offered).
+#include <cstdint>
 #include <memory>
 
 #include "compressors/compressor.h"
@@ -20,6 +21,9 @@
 namespace gossip::compress {
 std::unique_ptr<Compressor> makeNatural(const CompressorSpec& spec);
 std::unique_ptr<Compressor> makeDither(const CompressorSpec& spec);
+
+// Largest dithering level count s: 2^(1-s) stays a normal fp32 with room to spare.
+inline constexpr unsigned kMaxDitherLevels = 64;
 
 // The dithering variance bound above for a block of d elements, shared with topk_dither.
 double ditherOmega(std::uint32_t d, unsigned levels);

@@ -7,6 +7,7 @@
 #include "compressors/codec_base.h"
 #include "compressors/field_pack.h"
 #include "compressors/quant_common.h"
+#include "compressors/uniforms.h"
 
 namespace gossip::compress {
 namespace {
@@ -37,7 +38,7 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
   }
 
   template <class T>
-  void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
+  __attribute__((target_clones("avx2", "default"), flatten)) void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     const auto blocks = detail::Blocks::of(dim, block_);
     std::byte* scales = detail::beginPayload(out, codec(), param(), dim, encodedBytes(dim));
@@ -46,9 +47,10 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
       detail::putScale(scales, b, static_cast<float>(std::sqrt(detail::sumSquares(x.data() + lo, blocks.end(b) - lo))));
     }
     const T cap = static_cast<T>(levels_);
+    detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
     detail::produceFields(scales + 4ull * blocks.count, dim, width_, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
-      detail::drawUniforms(rng, u, count);
+      uniforms.fill(u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         std::uint32_t* cs = codes + (lo - first);
         const float norm = detail::getScale(scales, b);
@@ -76,7 +78,7 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
   }
 
   template <class T>
-  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  __attribute__((target_clones("avx2", "default"), flatten)) void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "qsgd payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
     detail::expectParam(h, param(), "qsgd");

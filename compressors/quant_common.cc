@@ -1,5 +1,6 @@
 #include "compressors/quant_common.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -42,6 +43,24 @@ double sumSquares(const T* x, std::size_t n) {
   return s;
 }
 
+// float: the max of |x| on bit patterns. For non-negative floats the integer order is the float order, and
+// inf/NaN patterns lie above every finite one, so one integer max finds both the norm and bad input.
+template <>
+double maxAbs<float>(const float* x, std::size_t n) {
+  std::int32_t m[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) {
+      const std::int32_t a = std::bit_cast<std::int32_t>(x[i + j]) & 0x7FFFFFFF;
+      m[j] = a > m[j] ? a : m[j];
+    }
+  std::int32_t best = 0;
+  for (; i < n; ++i) best = std::max(best, std::bit_cast<std::int32_t>(x[i]) & 0x7FFFFFFF);
+  for (std::int32_t a : m) best = std::max(best, a);
+  if (best >= 0x7F800000) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(std::bit_cast<float>(best));
+}
+
 template <class T>
 double maxAbs(const T* x, std::size_t n) {
   // m tracks max |x|; chk sums x - x, which is 0 for finite x and NaN for inf or NaN, because a max
@@ -75,7 +94,6 @@ template double sumAbs<float>(const float*, std::size_t);
 template double sumAbs<double>(const double*, std::size_t);
 template double sumSquares<float>(const float*, std::size_t);
 template double sumSquares<double>(const double*, std::size_t);
-template double maxAbs<float>(const float*, std::size_t);
 template double maxAbs<double>(const double*, std::size_t);
 
 std::byte* beginPayload(Encoded& out, CodecId codec, std::uint16_t param, std::uint32_t dim,

@@ -9,9 +9,9 @@
 // configuration (ALGORITHMS.md §7), and the header param carries the level count so that a mismatch is
 // rejected instead of being decoded with the wrong levels.
 //
-// Stochastic rounding: element i is rounded with U_i, the low (i even) or high (i odd) 32-bit half of
-// the (i/2)-th 64-bit draw from the injected Rng. Every element consumes its uniform, also in all-zero
-// blocks, so a given (input, seed) always gives the same bytes and the stream position depends on i only.
+// Stochastic rounding: element i is rounded with uniform U_i of the encode's UniformStream (uniforms.h),
+// seeded from the injected Rng. Every element consumes its uniform, also in all-zero blocks, so a given
+// (input, seed) always gives the same bytes and the stream position depends on i only.
 //
 // Non-finite input: encoders never throw on data. A block containing inf/NaN gets a non-finite scale
 // (C_nat: a reserved code), so every decoder, including the sender's own decodeAdd, rejects the payload
@@ -62,19 +62,6 @@ void forEachBlockPiece(const Blocks& b, std::size_t begin, std::size_t end, Fn&&
   }
 }
 
-// Fills u[0..n) with the uniforms of n consecutive elements starting at an even element index.
-inline void drawUniforms(Rng& rng, std::uint32_t* u, std::size_t n) {
-  Rng g = rng;  // a local copy keeps the generator state in registers across the loop
-  std::size_t i = 0;
-  for (; i + 2 <= n; i += 2) {
-    const std::uint64_t v = g.next();
-    u[i] = static_cast<std::uint32_t>(v);
-    u[i + 1] = static_cast<std::uint32_t>(v >> 32);
-  }
-  if (i < n) u[i] = static_cast<std::uint32_t>(g.next());
-  rng = g;
-}
-
 // A 32-bit uniform as a value in [0, 1): float keeps the top 24 bits and double the top 31, so the
 // result is exact and converting through int32 keeps the loops vectorizable.
 template <class T>
@@ -108,6 +95,8 @@ template <class T>
 double sumSquares(const T* x, std::size_t n);
 template <class T>
 double maxAbs(const T* x, std::size_t n);
+template <>
+double maxAbs<float>(const float* x, std::size_t n);  // bit-pattern version, quant_common.cc
 
 // Sizes out.bytes to totalBytes (without clearing: the codec rewrites every byte, padding included)
 // and writes the common header. Returns a pointer just past the header.

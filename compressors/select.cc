@@ -6,8 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "core/bitpack.h"
 #include "core/error.h"
@@ -31,6 +31,10 @@ namespace {
 // magnitude v. Everything above v is kept, and of the entries equal to v only the lowest-index ones
 // needed to reach k, which is the required tie-break. A final scan over the (index-ordered) candidates
 // emits the indices already sorted.
+//
+// Input is assumed NaN-free (as select.h's callers guarantee by construction; decoders reject non-finite
+// values). A NaN would count as a huge magnitude in the bit-pattern scan; nothing reads out of bounds,
+// but the result is unspecified and the final count check may throw.
 
 constexpr std::size_t kDirectBelow = 1u << 14;  // below this, every entry is a candidate
 constexpr std::size_t kSampleSize = 1u << 15;

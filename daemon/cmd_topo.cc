@@ -229,7 +229,9 @@ nlohmann::json toJson(const Options& o, const Result& r) {
   }
   j["directed"] = r.graph.directed;
   j["connected"] = topo::isConnected(r.graph);
-  j["degree"] = {{"min", dmin}, {"max", dmax}};
+  j["degree"] = {{"min", dmin}, {"max", dmax}};  // in-degree of the graph as built
+  const auto [mmin, mmax] = degreeRange(r.weighted);
+  j["mixing_degree"] = {{"min", mmin}, {"max", mmax}};  // neighbours in a row of W
   j["edges"] = json::array();
   for (auto [a, b] : edgesOf(r.graph)) j["edges"].push_back({r.graph.nodes[a], r.graph.nodes[b]});
   j["weights"] = {{"rule", ruleName(o.rule)}, {"lazy", o.lazy}, {"symmetrized", r.symmetrized}};
@@ -266,6 +268,10 @@ void printText(const Options& o, const Result& r) {
   }
   std::printf("weights %s%s%s (node: self; neighbour=weight ...):\n", ruleName(o.rule).c_str(),
               o.lazy ? ", lazy" : "", r.symmetrized ? ", on the symmetrised graph" : "");
+  if (r.symmetrized) {
+    const auto [mmin, mmax] = degreeRange(r.weighted);
+    std::printf("symmetrised degree %zu..%zu\n", mmin, mmax);
+  }
   for (PeerId id : r.weighted.nodes) {
     const topo::MixingRow row = topo::mixingRow(r.weighted, id, o.rule, o.lazy);
     std::printf("  %u: %.6f;", id, row.self);

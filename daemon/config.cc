@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <numbers>
 #include <sstream>
 #include <variant>
 
@@ -104,17 +103,37 @@ topology::TopologyParams topologyParams(const ClusterConfig& cluster) {
 
 topology::WeightRule weightRule(const ClusterConfig& cluster) { return topology::parseWeightRule(cluster.weights); }
 
-double learningRate(const AlgorithmConfig& a, Round t) {
-  const double td = static_cast<double>(t);
-  if (a.lr_schedule == "constant") return a.lr;
-  if (a.lr_schedule == "step")
-    return a.lr_decay_every == 0 ? a.lr : a.lr * std::pow(a.lr_decay, static_cast<double>(t / a.lr_decay_every));
-  if (a.lr_schedule == "inverse") return a.lr / (1.0 + a.lr_decay * td);
-  if (a.lr_schedule == "cosine") {
-    const double rounds = static_cast<double>(a.rounds == 0 ? 1 : a.rounds);
-    return a.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * std::min(td, rounds) / rounds));
+training::LrSchedule lrSchedule(const AlgorithmConfig& a) {
+  training::LrSchedule s;
+  s.kind = a.lr_schedule;
+  s.lr = a.lr;
+  if (a.lr_schedule == "step") {
+    s.gamma = a.lr_decay;
+    s.step_every = std::max<Round>(1, a.lr_decay_every);
+  } else if (a.lr_schedule == "inverse") {
+    // lr / (1 + decay t), written as a / (b + t)
+    if (a.lr_decay <= 0) {
+      s.kind = "constant";
+    } else {
+      s.a = a.lr / a.lr_decay;
+      s.b = 1.0 / a.lr_decay;
+    }
+  } else if (a.lr_schedule == "cosine") {
+    s.horizon = std::max<Round>(1, a.rounds);
+    s.lr_min = 0.0;
   }
-  throw ConfigError("algorithm.lr_schedule: unknown schedule '" + a.lr_schedule + "'");
+  s.validate("algorithm");
+  return s;
+}
+
+training::LocalStepsSchedule localSchedule(const AlgorithmConfig& a) {
+  training::LocalStepsSchedule s;
+  s.kind = a.local_schedule == "adaptive" ? "adaptive" : "constant";
+  s.p0 = static_cast<int>(a.local_steps);
+  s.p_max = static_cast<int>(std::max(a.local_steps, a.local_steps_max));
+  s.ramp = std::max<Round>(1, a.rounds);
+  s.validate("algorithm.local_steps");
+  return s;
 }
 
 }  // namespace gossip::daemon

@@ -27,6 +27,7 @@
 #include "compressors/compressor.h"
 #include "core/types.h"
 #include "topology/topology.h"
+#include "training/schedule.h"
 
 namespace gossip::daemon {
 
@@ -66,7 +67,7 @@ struct ClusterConfig {
 
 struct AlgorithmConfig {
   std::string name = "dpsgd";
-  double lr = 0.1;                      // eta_0 of the step-size schedule (learningRate())
+  double lr = 0.1;                      // eta_0 of the step-size schedule (lrSchedule())
   std::string lr_schedule = "constant";
   double lr_decay = 0.1;                // step: factor per period; inverse: slope
   std::uint64_t lr_decay_every = 0;     // step: period in rounds (required >= 1 for "step")
@@ -172,9 +173,10 @@ nlohmann::json toJson(const Config& config);
 topology::TopologyParams topologyParams(const ClusterConfig& cluster);
 topology::WeightRule weightRule(const ClusterConfig& cluster);
 
-// Step size of round t (t counts from 0) under the configured schedule:
+// The [algorithm] step-size and local-step schedules as training's value types (t counts from 0):
 //   constant: lr                      step:   lr * lr_decay^floor(t / lr_decay_every)
 //   inverse:  lr / (1 + lr_decay * t)  cosine: lr * (1 + cos(pi * min(t, rounds) / rounds)) / 2
-double learningRate(const AlgorithmConfig& algorithm, Round t);
+training::LrSchedule lrSchedule(const AlgorithmConfig& algorithm);
+training::LocalStepsSchedule localSchedule(const AlgorithmConfig& algorithm);
 
 }  // namespace gossip::daemon

@@ -18,8 +18,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: gossipd <command> [options]\n"
     "commands:\n"
-    "  topo --topology T --nodes N [--degree D] [--seed S] [--weights W] [--json]\n"
-    "       print a topology's edges, mixing weights and spectral gap\n"
+    "  topo --topology T --nodes N [--degree D] [--extra E] [--rows R] [--prob P] [--seed S]\n"
+    "       [--round R] [--weights metropolis|maxdegree|uniform] [--lazy] [--edges FILE] [--json]\n"
+    "       print a topology's edges, mixing weights and spectral gap (docs/topologies.md)\n"
     "  sim --config F [--set section.key=value]... [--out results.json]\n"
     "       N virtual nodes in one process (see docs/config.md for every key)\n"
     "  help   this text\n";

@@ -20,39 +20,6 @@ bool convex(const std::string& kind) { return kind != "mlp"; }
 
 }  // namespace
 
-training::LrSchedule lrSchedule(const AlgorithmConfig& a) {
-  training::LrSchedule s;
-  s.kind = a.lr_schedule;
-  s.lr = a.lr;
-  if (a.lr_schedule == "step") {
-    s.gamma = a.lr_decay;
-    s.step_every = std::max<Round>(1, a.lr_decay_every);
-  } else if (a.lr_schedule == "inverse") {
-    // lr / (1 + decay t) written as a / (b + t)
-    if (a.lr_decay <= 0) {
-      s.kind = "constant";
-    } else {
-      s.a = a.lr / a.lr_decay;
-      s.b = 1.0 / a.lr_decay;
-    }
-  } else if (a.lr_schedule == "cosine") {
-    s.horizon = std::max<Round>(1, a.rounds);
-    s.lr_min = 0.0;
-  }
-  s.validate("algorithm");
-  return s;
-}
-
-training::LocalStepsSchedule localSchedule(const AlgorithmConfig& a) {
-  training::LocalStepsSchedule s;
-  s.kind = a.local_schedule == "adaptive" ? "adaptive" : "constant";
-  s.p0 = static_cast<int>(a.local_steps);
-  s.p_max = static_cast<int>(std::max(a.local_steps, a.local_steps_max));
-  s.ramp = std::max<Round>(1, a.rounds);
-  s.validate("algorithm.local_steps");
-  return s;
-}
-
 std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   auto p = std::make_unique<SimProblem>();
   PeerId maxId = c.cluster.nodes - 1;

@@ -21,10 +21,7 @@ struct SimProblem {
   sim::SimSetup setup;  // points into the members above
 };
 
-// ConfigError / DataError on bad configuration or data. `progress` receives one line per slow step.
+// ConfigError / DataError on bad configuration or data.
 std::unique_ptr<SimProblem> buildSimProblem(const Config& config);
-
-training::LrSchedule lrSchedule(const AlgorithmConfig& a);
-training::LocalStepsSchedule localSchedule(const AlgorithmConfig& a);
 
 }  // namespace gossip::daemon

@@ -23,6 +23,8 @@ namespace {
 std::string quoted(std::string_view s) {
   constexpr std::size_t kMax = 40;  // keep messages one short line even for garbage input
   std::string out(s.substr(0, kMax));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';  // binary junk
   if (s.size() > kMax) out += "...";
   return "'" + out + "'";
 }
@@ -123,6 +125,13 @@ Dataset readLibsvm(const std::string& path, const TextReadOptions& opt) {
   row_start.push_back(cols.size());
   const std::size_t features = opt.features != 0 ? opt.features : static_cast<std::size_t>(max_index);
   if (features == 0) throw DataError(path + ": no features in any line");
+  // The data set is dense: refuse sizes that cannot be meant instead of dying in the allocator.
+  constexpr double kMaxDenseBytes = 8.0 * (1ull << 30);  // rcv1 dense is 3.8 GB, epsilon 3.2 GB
+  const double dense_bytes = 4.0 * static_cast<double>(features) * static_cast<double>(labels.size());
+  if (dense_bytes > kMaxDenseBytes)
+    throw DataError(path + ": " + std::to_string(labels.size()) + " samples x " + std::to_string(features) +
+                    " features would need " + std::to_string(static_cast<long long>(dense_bytes / (1 << 30))) +
+                    " GiB as a dense matrix");
 
   Dataset d;
   d.X.setZero(static_cast<Eigen::Index>(labels.size()), static_cast<Eigen::Index>(features));

@@ -1,5 +1,5 @@
 // Config layer: defaults, a full file, --set overrides, toJson round trip, the shipped example, the
-// docs' key list, and the helpers other modules use (learningRate, topology conversions).
+// docs' key list, and the helpers other modules use (lrSchedule, topology conversions).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -240,26 +240,26 @@ TEST_CASE("docs/config.md documents exactly the keys toJson reports") {
   CHECK(documented == actual);
 }
 
-TEST_CASE("learningRate follows the documented closed forms") {
+TEST_CASE("lrSchedule follows the documented closed forms") {
   AlgorithmConfig a;
   a.lr = 0.8;
-  CHECK(learningRate(a, 0) == 0.8);
-  CHECK(learningRate(a, 1000) == 0.8);
+  CHECK(lrSchedule(a).value(0) == 0.8);
+  CHECK(lrSchedule(a).value(1000) == 0.8);
   a.lr_schedule = "step";
   a.lr_decay = 0.5;
   a.lr_decay_every = 10;
-  CHECK(learningRate(a, 9) == doctest::Approx(0.8));
-  CHECK(learningRate(a, 10) == doctest::Approx(0.4));
-  CHECK(learningRate(a, 25) == doctest::Approx(0.2));
+  CHECK(lrSchedule(a).value(9) == doctest::Approx(0.8));
+  CHECK(lrSchedule(a).value(10) == doctest::Approx(0.4));
+  CHECK(lrSchedule(a).value(25) == doctest::Approx(0.2));
   a.lr_schedule = "inverse";
   a.lr_decay = 0.1;
-  CHECK(learningRate(a, 30) == doctest::Approx(0.2));  // 0.8 / (1 + 3)
+  CHECK(lrSchedule(a).value(30) == doctest::Approx(0.2));  // 0.8 / (1 + 3)
   a.lr_schedule = "cosine";
   a.rounds = 100;
-  CHECK(learningRate(a, 0) == doctest::Approx(0.8));
-  CHECK(learningRate(a, 50) == doctest::Approx(0.4));
-  CHECK(learningRate(a, 100) == doctest::Approx(0.0));
-  CHECK(learningRate(a, 25) == doctest::Approx(0.4 * (1 + std::sqrt(0.5))));
+  CHECK(lrSchedule(a).value(0) == doctest::Approx(0.8));
+  CHECK(lrSchedule(a).value(50) == doctest::Approx(0.4));
+  CHECK(lrSchedule(a).value(100) == doctest::Approx(0.0));
+  CHECK(lrSchedule(a).value(25) == doctest::Approx(0.4 * (1 + std::sqrt(0.5))));
 }
 
 TEST_CASE("topology and weight conversions accept every name the config accepts") {

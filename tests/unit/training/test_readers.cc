@@ -113,6 +113,8 @@ TEST_CASE("malformed IDX files are DataErrors with the byte offset") {
   const auto lneg = dir.write("lneg", idx(0x09, {3}, {0, 0xFF, 1}));
   expectDataError([&] { readIdx(good_i, lneg); }, {"lneg", "byte 9", "non-negative"});
   expectDataError([&] { readIdx(dir.file("missing"), good_l); }, {"missing", "cannot open"});
+  std::filesystem::create_directory(dir.file("adir"));
+  expectDataError([&] { readIdx(dir.file("adir"), good_l); }, {"adir"});
 }
 
 TEST_CASE("truncated or corrupt gzip is a DataError") {
@@ -181,6 +183,8 @@ TEST_CASE("malformed LIBSVM lines name file and line") {
   expectDataError(bad("1 1:1\n2.5 1:1\n"), {"bad.svm:2:", "class index"});
   expectDataError(bad("1 1:1\n-2 1:1\n"), {"bad.svm:2:", "class index"});
   expectDataError(bad("# nothing\n\n"), {"bad.svm", "no samples"});
+  expectDataError(bad("1 4000000000:1\n"), {"bad.svm", "dense matrix"});
+  expectDataError(bad(std::string("\x01\x02\0\xff 1:1\n", 9)), {"bad.svm:1:", "bad label '" + std::string(4, '?') + "'"});
   TextReadOptions narrow;
   narrow.features = 2;
   const auto p = dir.writeText("w.svm", "1 1:1\n1 3:1\n");
