@@ -6,6 +6,7 @@
 
 #include "compressors/codec_base.h"
 #include "compressors/half.h"
+#include "compressors/simd.h"
 
 namespace gossip::compress {
 namespace {
@@ -20,7 +21,7 @@ class Fp32 final : public detail::CodecBase<Fp32> {
   std::size_t encodedBytes(std::uint32_t dim) const override { return kCodecHeaderBytes + 4ull * dim; }
 
   template <class T>
-  void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
+  GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
     out.bytes.resize(encodedBytes(dim));
@@ -36,7 +37,7 @@ class Fp32 final : public detail::CodecBase<Fp32> {
   }
 
   template <class T>
-  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "fp32 payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
     auto body = r.take(4ull * h.dim);
@@ -92,7 +93,7 @@ class Cast16 final : public detail::CodecBase<Cast16<Fmt>> {
   std::size_t encodedBytes(std::uint32_t dim) const override { return kCodecHeaderBytes + 2ull * dim; }
 
   template <class T>
-  void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
+  GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
     out.bytes.resize(encodedBytes(dim));
@@ -112,7 +113,7 @@ class Cast16 final : public detail::CodecBase<Cast16<Fmt>> {
   }
 
   template <class T>
-  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, Fmt::kName);
     const auto h = detail::readHeader(r, codec(), acc.size());
     if (h.param != 0) throw DecodeError(std::string(Fmt::kName) + " payload: unexpected header param");

@@ -8,6 +8,7 @@
 #include "compressors/codec_base.h"
 #include "compressors/field_pack.h"
 #include "compressors/quant_common.h"
+#include "compressors/simd.h"
 #include "compressors/uniforms.h"
 
 namespace gossip::compress {
@@ -48,7 +49,7 @@ struct Format {
 };
 
 template <unsigned B, class T>
-void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std::byte* scales, std::byte* dst, Rng& rng) {
+GOSSIP_VECTOR_CLONES void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std::byte* scales, std::byte* dst, Rng& rng) {
   using F = Format<B>;
   const auto cap = static_cast<T>(F::kLevels);
   detail::UniformStream uniforms(rng);
@@ -85,7 +86,7 @@ void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std:
 
 // Throws DecodeError unless every field holds g valid digits and the digits past dim are 0.
 template <unsigned B>
-void checkDigits(std::span<const std::byte> fields, std::size_t dim) {
+GOSSIP_VECTOR_CLONES void checkDigits(std::span<const std::byte> fields, std::size_t dim) {
   using F = Format<B>;
   const std::size_t n = F::fields(dim);
   if (n == 0) return;
@@ -100,7 +101,7 @@ void checkDigits(std::span<const std::byte> fields, std::size_t dim) {
 }
 
 template <unsigned B, class T>
-void addDigits(std::span<const std::byte> fields, const detail::Blocks& blocks, const std::byte* scales, std::span<T> acc,
+GOSSIP_VECTOR_CLONES void addDigits(std::span<const std::byte> fields, const detail::Blocks& blocks, const std::byte* scales, std::span<T> acc,
                double scale) {
   using F = Format<B>;
   std::uint32_t digits[F::kChunkElems];

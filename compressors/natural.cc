@@ -8,6 +8,7 @@
 #include "compressors/field_pack.h"
 #include "compressors/natural_kernels.h"
 #include "compressors/quant_common.h"
+#include "compressors/simd.h"
 #include "compressors/uniforms.h"
 
 namespace gossip::compress {
@@ -24,7 +25,7 @@ class Natural final : public detail::CodecBase<Natural> {
   }
 
   template <class T>
-  void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
+  GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     std::byte* body = detail::beginPayload(out, codec(), 0, dim, encodedBytes(dim));
     detail::UniformStream uniforms(rng);
@@ -37,7 +38,7 @@ class Natural final : public detail::CodecBase<Natural> {
   }
 
   template <class T>
-  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "natural payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
     detail::expectParam(h, 0, "natural");
@@ -80,7 +81,7 @@ class Dither final : public detail::CodecBase<Dither> {
   }
 
   template <class T>
-  void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
+  GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     const auto blocks = detail::Blocks::of(dim, block_);
     std::byte* scales = detail::beginPayload(out, codec(), param(), dim, encodedBytes(dim));
@@ -110,7 +111,7 @@ class Dither final : public detail::CodecBase<Dither> {
   }
 
   template <class T>
-  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "dither payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
     detail::expectParam(h, param(), "dither");

@@ -7,6 +7,7 @@
 #include "compressors/codec_base.h"
 #include "compressors/field_pack.h"
 #include "compressors/quant_common.h"
+#include "compressors/simd.h"
 #include "compressors/uniforms.h"
 
 namespace gossip::compress {
@@ -38,7 +39,7 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
   }
 
   template <class T>
-  __attribute__((target_clones("avx2", "default"), flatten)) void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
+  GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng& rng, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     const auto blocks = detail::Blocks::of(dim, block_);
     std::byte* scales = detail::beginPayload(out, codec(), param(), dim, encodedBytes(dim));
@@ -78,7 +79,7 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
   }
 
   template <class T>
-  __attribute__((target_clones("avx2", "default"), flatten)) void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "qsgd payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
     detail::expectParam(h, param(), "qsgd");

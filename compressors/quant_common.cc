@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "compressors/field_pack.h"
+#include "compressors/simd.h"
 
 namespace gossip::compress::detail {
 namespace {
@@ -14,7 +15,7 @@ constexpr std::size_t kLanes = 8;
 }  // namespace
 
 template <class T>
-double sumAbs(const T* x, std::size_t n) {
+GOSSIP_VECTOR_CLONES double sumAbs(const T* x, std::size_t n) {
   double acc[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -26,7 +27,7 @@ double sumAbs(const T* x, std::size_t n) {
 }
 
 template <class T>
-double sumSquares(const T* x, std::size_t n) {
+GOSSIP_VECTOR_CLONES double sumSquares(const T* x, std::size_t n) {
   double acc[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -46,7 +47,7 @@ double sumSquares(const T* x, std::size_t n) {
 // float: the max of |x| on bit patterns. For non-negative floats the integer order is the float order, and
 // inf/NaN patterns lie above every finite one, so one integer max finds both the norm and bad input.
 template <>
-double maxAbs<float>(const float* x, std::size_t n) {
+GOSSIP_VECTOR_CLONES double maxAbs<float>(const float* x, std::size_t n) {
   std::int32_t m[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -62,7 +63,7 @@ double maxAbs<float>(const float* x, std::size_t n) {
 }
 
 template <class T>
-double maxAbs(const T* x, std::size_t n) {
+GOSSIP_VECTOR_CLONES double maxAbs(const T* x, std::size_t n) {
   // m tracks max |x|; chk sums x - x, which is 0 for finite x and NaN for inf or NaN, because a max
   // written as a comparison silently drops NaN.
   T m[kLanes] = {};

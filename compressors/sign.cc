@@ -5,6 +5,7 @@
 #include "compressors/codec_base.h"
 #include "compressors/field_pack.h"
 #include "compressors/quant_common.h"
+#include "compressors/simd.h"
 
 namespace gossip::compress {
 namespace {
@@ -26,7 +27,7 @@ class Sign final : public detail::CodecBase<Sign> {
   }
 
   template <class T>
-  void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
+  GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
     const auto blocks = detail::Blocks::of(dim, block_);
     std::byte* scales = detail::beginPayload(out, codec(), 0, dim, encodedBytes(dim));
@@ -43,7 +44,7 @@ class Sign final : public detail::CodecBase<Sign> {
   }
 
   template <class T>
-  void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+  GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "sign payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
     detail::expectParam(h, 0, "sign");

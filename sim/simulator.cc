@@ -77,7 +77,10 @@ void Simulator::rewire() {
   if (alive.empty()) return;
   topology::Graph g = topology::buildGraph(alive, s_.topology);
   const bool stateless = nodes_.begin()->second->algorithm().stateless();
-  if (g.directed && !stateless) g = topology::symmetrize(g);
+  // Only D-PSGD-type stateless methods with the exponential graph's own uniform weights may mix over the
+  // directed graph; replica methods need a symmetric W, and Metropolis/max-degree are defined on (W+W^T)/2's
+  // undirected support (ALGORITHMS.md §2.5).
+  if (g.directed && (!stateless || s_.weights != topology::WeightRule::Uniform)) g = topology::symmetrize(g);
   for (PeerId id : alive) rows_[id] = topology::mixingRow(g, id, s_.weights);
   if (timeVarying_) return;  // stateless only: no edge state to maintain
 
