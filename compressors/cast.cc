@@ -6,6 +6,7 @@
 
 #include "compressors/codec_base.h"
 #include "compressors/half.h"
+#include "compressors/quant_common.h"
 #include "compressors/simd.h"
 
 namespace gossip::compress {
@@ -95,9 +96,7 @@ class Cast16 final : public detail::CodecBase<Cast16<Fmt>> {
   template <class T>
   GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
-    detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
-    out.bytes.resize(encodedBytes(dim));
-    std::byte* dst = out.bytes.data() + kCodecHeaderBytes;
+    std::byte* dst = detail::beginPayload(out, codec(), 0, dim, encodedBytes(dim));
     std::uint16_t buf[kStage];  // staged so the conversion loop is a plain vectorizable array loop
     for (std::size_t first = 0; first < dim; first += kStage) {
       const std::size_t n = std::min<std::size_t>(kStage, dim - first);

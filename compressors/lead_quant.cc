@@ -49,13 +49,16 @@ struct Format {
 };
 
 template <unsigned B, class T>
-GOSSIP_VECTOR_CLONES void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std::byte* scales, std::byte* dst, Rng& rng) {
+GOSSIP_VECTOR_CLONES void encodeDigits(std::span<const T> x, const detail::Blocks& blocks, const std::byte* scales,
+                                       std::byte* dst, Rng& rng) {
   using F = Format<B>;
+  const auto s = static_cast<std::int32_t>(F::kLevels);
   const auto cap = static_cast<T>(F::kLevels);
   detail::UniformStream uniforms(rng);
   std::uint32_t u[F::kChunkElems];
   std::uint32_t digits[F::kChunkElems];
-  detail::produceFields(dst, F::fields(x.size()), F::kWidth, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
+  detail::produceFields(dst, F::fields(x.size()), F::kWidth,
+                        [&](std::size_t first, std::uint32_t* codes, unsigned count) {
     const std::size_t e0 = first * F::kGroup;
     const std::size_t e1 = std::min(x.size(), (first + count) * F::kGroup);
     uniforms.fill(u, e1 - e0);
@@ -70,9 +73,9 @@ GOSSIP_VECTOR_CLONES void encodeDigits(std::span<const T> x, const detail::Block
       const T* xs = x.data() + lo;
       const std::uint32_t* us = u + (lo - e0);
       for (std::size_t i = 0; i < hi - lo; ++i) {
-        const std::int32_t level = detail::roundLevel(std::fabs(xs[i]) * inv, us[i], static_cast<std::int32_t>(F::kLevels));
+        const std::int32_t level = detail::roundLevel(std::fabs(xs[i]) * inv, us[i], s);
         const std::int32_t neg = -static_cast<std::int32_t>(xs[i] < T(0));  // 0 or -1: branch-free sign
-        ds[i] = static_cast<std::uint32_t>(static_cast<std::int32_t>(F::kLevels) + ((level ^ neg) - neg));
+        ds[i] = static_cast<std::uint32_t>(s + ((level ^ neg) - neg));
       }
     });
     std::fill(digits + (e1 - e0), digits + std::size_t{count} * F::kGroup, 0u);
@@ -101,11 +104,12 @@ GOSSIP_VECTOR_CLONES void checkDigits(std::span<const std::byte> fields, std::si
 }
 
 template <unsigned B, class T>
-GOSSIP_VECTOR_CLONES void addDigits(std::span<const std::byte> fields, const detail::Blocks& blocks, const std::byte* scales, std::span<T> acc,
-               double scale) {
+GOSSIP_VECTOR_CLONES void addDigits(std::span<const std::byte> fields, const detail::Blocks& blocks,
+                                    const std::byte* scales, std::span<T> acc, double scale) {
   using F = Format<B>;
   std::uint32_t digits[F::kChunkElems];
-  detail::visitFields(fields.data(), F::fields(acc.size()), F::kWidth, [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+  detail::visitFields(fields.data(), F::fields(acc.size()), F::kWidth,
+                      [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
     for (unsigned f = 0; f < count; ++f) {
       std::uint32_t c = codes[f];
       for (unsigned j = 0; j < F::kGroup; ++j) {

@@ -46,12 +46,14 @@ class Natural final : public detail::CodecBase<Natural> {
     r.expectEnd();
     detail::expectCleanPadding(fields, h.dim, detail::kNatBits, "natural");
     std::uint32_t invalid = 0;
-    detail::visitFields(fields.data(), h.dim, detail::kNatBits, [&](std::size_t, const std::uint32_t* codes, unsigned count) {
+    detail::visitFields(fields.data(), h.dim, detail::kNatBits,
+                        [&](std::size_t, const std::uint32_t* codes, unsigned count) {
       for (unsigned i = 0; i < count; ++i) invalid |= static_cast<std::uint32_t>(!detail::natCodeValid(codes[i]));
     });
     if (invalid) throw DecodeError("natural payload: non-finite value code");
     const T s = static_cast<T>(scale);
-    detail::visitFields(fields.data(), h.dim, detail::kNatBits, [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    detail::visitFields(fields.data(), h.dim, detail::kNatBits,
+                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       T* a = acc.data() + first;
       for (unsigned i = 0; i < count; ++i) a[i] += s * static_cast<T>(detail::natValue(codes[i]));
     });
@@ -93,14 +95,19 @@ class Dither final : public detail::CodecBase<Dither> {
     }
     detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
-    detail::produceFields(scales + 4ull * blocks.count, dim, width_, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
+    detail::produceFields(scales + 4ull * blocks.count, dim, width_,
+                          [&](std::size_t first, std::uint32_t* codes, unsigned count) {
       uniforms.fill(u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
+        std::uint32_t* cs = codes + (lo - first);
         const float norm = detail::getScale(scales, b);
-        const T inv = norm > 0.0f ? T(1) / static_cast<T>(norm) : T(0);  // non-finite norms: rejected anyway
+        if (!detail::usableNorm(norm)) {  // zero block, or inf/NaN inside (the payload is rejected anyway)
+          std::fill(cs, cs + (hi - lo), 0u);
+          return;
+        }
+        const T inv = T(1) / static_cast<T>(norm);
         const T* xs = x.data() + lo;
         const std::uint32_t* us = u + (lo - first);
-        std::uint32_t* cs = codes + (lo - first);
         const detail::DitherLevels levels = kernel_;  // a local copy cannot alias cs
         for (std::size_t i = 0; i < hi - lo; ++i) {
           const auto y = static_cast<float>(std::fabs(xs[i]) * inv);
@@ -125,12 +132,14 @@ class Dither final : public detail::CodecBase<Dither> {
       for (unsigned i = 0; i < count; ++i) top = std::max(top, codes[i] >> 1);
     });
     if (top > levels_) throw DecodeError("dither payload: level index " + std::to_string(top) + " above s");
-    detail::visitFields(fields.data(), h.dim, width_, [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    detail::visitFields(fields.data(), h.dim, width_,
+                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         const T m = static_cast<T>(scale * static_cast<double>(detail::getScale(scales.data(), b)));
         const std::uint32_t* cs = codes + (lo - first);
         T* a = acc.data() + lo;
-        for (std::size_t i = 0; i < hi - lo; ++i) a[i] += m * static_cast<T>(kernel_.signedValue(cs[i] >> 1, cs[i] & 1u));
+        const detail::DitherLevels levels = kernel_;
+        for (std::size_t i = 0; i < hi - lo; ++i) a[i] += m * static_cast<T>(levels.signedValue(cs[i] >> 1, cs[i] & 1u));
       });
     });
   }

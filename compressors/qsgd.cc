@@ -50,7 +50,8 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
     const T cap = static_cast<T>(levels_);
     detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
-    detail::produceFields(scales + 4ull * blocks.count, dim, width_, [&](std::size_t first, std::uint32_t* codes, unsigned count) {
+    detail::produceFields(scales + 4ull * blocks.count, dim, width_,
+                          [&](std::size_t first, std::uint32_t* codes, unsigned count) {
       uniforms.fill(u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         std::uint32_t* cs = codes + (lo - first);
@@ -95,7 +96,8 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
       });
       if (top > levels_) throw DecodeError("qsgd payload: level " + std::to_string(top) + " above s");
     }
-    detail::visitFields(fields.data(), h.dim, width_, [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    detail::visitFields(fields.data(), h.dim, width_,
+                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         const T m = static_cast<T>(scale * static_cast<double>(detail::getScale(scales.data(), b)) / levels_);
         const std::uint32_t* cs = codes + (lo - first);

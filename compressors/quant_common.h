@@ -1,6 +1,6 @@
 #pragma once
 // Pieces shared by the quantizing codecs (sign, qsgd, lead, natural, dither, topk_natural/topk_dither):
-// block layout, the uniform stream for stochastic rounding, block norms and the scale section.
+// block layout, stochastic rounding of one level, block norms and the scale section of a payload.
 //
 // Payload shape of the block codecs (sign, qsgd, lead, dither):
 //   header (8 B) | nb x f32 scale, one per block in block order | field stream (field_pack.h)
@@ -22,14 +22,12 @@
 #include <cstring>
 #include <limits>
 #include <span>
-#include <string>
 #include <type_traits>
 
 #include "compressors/codec_base.h"
 #include "compressors/compressor.h"
 #include "core/bytes.h"
 #include "core/error.h"
-#include "core/rng.h"
 
 namespace gossip::compress::detail {
 

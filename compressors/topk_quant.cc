@@ -56,7 +56,8 @@ struct DitherPart {
   std::size_t normBytes() const { return 4; }
   // The true norm goes first; codes() reads it back, then the scaled form (omega_k >= 1) shrinks it.
   void writeNorm(std::span<const float> v, std::byte* dst) const {
-    const double norm = infNorm ? detail::maxAbs(v.data(), v.size()) : std::sqrt(detail::sumSquares(v.data(), v.size()));
+    const double norm =
+        infNorm ? detail::maxAbs(v.data(), v.size()) : std::sqrt(detail::sumSquares(v.data(), v.size()));
     detail::putScale(dst, 0, static_cast<float>(norm));
   }
   void shrinkNorm(std::uint32_t k, std::byte* dst) const {
@@ -71,7 +72,8 @@ struct DitherPart {
     }
     const float inv = 1.0f / norm;
     const detail::DitherLevels k = kernel;
-    for (unsigned i = 0; i < n; ++i) c[i] = k.index(std::fabs(v[i]) * inv, u[i]) << 1 | static_cast<std::uint32_t>(v[i] < 0.0f);
+    for (unsigned i = 0; i < n; ++i)
+      c[i] = k.index(std::fabs(v[i]) * inv, u[i]) << 1 | static_cast<std::uint32_t>(v[i] < 0.0f);
   }
   bool valid(std::uint32_t code) const { return (code >> 1) <= levels; }
   float value(std::uint32_t code) const { return kernel.signedValue(code >> 1, code & 1u); }
@@ -144,7 +146,8 @@ class TopKQuant final : public detail::CodecBase<TopKQuant<Part>> {
     });
     if (bad) throw DecodeError(std::string(Part::kName) + " payload: invalid value code");
     const T m = static_cast<T>(scale * static_cast<double>(norm));
-    detail::visitFields(fields.data(), k, part_.width(), [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    detail::visitFields(fields.data(), k, part_.width(),
+                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       const std::uint32_t* at = idx.data() + first;
       for (unsigned i = 0; i < count; ++i) acc[at[i]] += m * static_cast<T>(part_.value(codes[i]));
     });

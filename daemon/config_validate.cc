@@ -2,6 +2,7 @@
 // several keys are written out below. Every message starts with the key the user has to change.
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <variant>
 
@@ -111,19 +112,38 @@ void checkFaults(const Config& c, std::vector<std::string>& p) {
       !contains(kStatelessAlgorithms, c.algorithm.name))
     p.push_back("faults.drop applies only to stateless algorithms (" + joined(kStatelessAlgorithms) +
                 "), not algorithm.name = " + inQuotes(c.algorithm.name));
-  const auto events = [&](const std::vector<FaultEvent>& list, const char* key) {
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string name = std::string("faults.") + key + "[" + std::to_string(i) + "]";
-      if (list[i].node >= c.cluster.nodes)
-        p.push_back(name + ".node must be < cluster.nodes (" + std::to_string(c.cluster.nodes) + ") (got " +
-                    std::to_string(list[i].node) + ")");
+  const auto rounds = [&](const std::vector<FaultEvent>& list, const char* key) {
+    for (std::size_t i = 0; i < list.size(); ++i)
       if (list[i].round >= c.algorithm.rounds)
-        p.push_back(name + ".round must be < algorithm.rounds (" + std::to_string(c.algorithm.rounds) + ") (got " +
-                    std::to_string(list[i].round) + ")");
-    }
+        p.push_back(std::string("faults.") + key + "[" + std::to_string(i) + "].round must be < algorithm.rounds (" +
+                    std::to_string(c.algorithm.rounds) + ") (got " + std::to_string(list[i].round) + ")");
   };
-  events(c.faults.crash, "crash");
-  events(c.faults.join, "join");
+  rounds(c.faults.crash, "crash");
+  rounds(c.faults.join, "join");
+  // Replay the membership timeline: nodes 0..nodes-1 start alive; a crash needs an alive node, a join a node
+  // that is not alive (a new id, or a crashed one restarting with fresh state). Crashes of a round come first.
+  struct Ev {
+    Round round;
+    bool join;
+    std::size_t index;
+    PeerId node;
+  };
+  std::vector<Ev> evs;
+  for (std::size_t i = 0; i < c.faults.crash.size(); ++i) evs.push_back({c.faults.crash[i].round, false, i, c.faults.crash[i].node});
+  for (std::size_t i = 0; i < c.faults.join.size(); ++i) evs.push_back({c.faults.join[i].round, true, i, c.faults.join[i].node});
+  std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
+    return a.round != b.round ? a.round < b.round : (!a.join && b.join);
+  });
+  std::set<PeerId> alive;
+  for (PeerId i = 0; i < c.cluster.nodes; ++i) alive.insert(i);
+  for (const auto& e : evs) {
+    const std::string name = std::string("faults.") + (e.join ? "join[" : "crash[") + std::to_string(e.index) + "].node";
+    if (e.join && !alive.insert(e.node).second)
+      p.push_back(name + ": node " + std::to_string(e.node) + " is already alive at round " + std::to_string(e.round));
+    if (!e.join && alive.erase(e.node) == 0)
+      p.push_back(name + ": node " + std::to_string(e.node) + " is not alive at round " + std::to_string(e.round));
+  }
+  if (!evs.empty() && alive.empty()) p.push_back("faults.crash: every node has crashed by the end of the run");
 }
 
 }  // namespace

@@ -476,8 +476,10 @@ TEST_CASE("top-k compositions code exactly the top-k entries") {
   const auto x = draw(Dist::GaussLogNormal, 500, rng);
   std::vector<std::size_t> order(x.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
-  for (const auto& s : {gc::CompressorSpec{.name = "topk_natural", .k = 25}, gc::CompressorSpec{.name = "topk_dither", .k = 25}}) {
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+  const gc::CompressorSpec specs[] = {{.name = "topk_natural", .k = 25}, {.name = "topk_dither", .k = 25}};
+  for (const auto& s : specs) {
     const auto c = gc::makeCompressor(s);
     CAPTURE(c->name());
     std::vector<bool> kept(x.size());

@@ -139,7 +139,7 @@ node = 2
 round = 120
 
 [[faults.join]]
-node = 15
+node = 16
 round = 10
 
 [sim]

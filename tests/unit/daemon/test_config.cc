@@ -116,7 +116,7 @@ TEST_CASE("a full file sets every section's fields") {
   CHECK(c.data.seed == 7);
   CHECK(c.faults.delay_ms == 15);
   CHECK(c.faults.crash == std::vector<FaultEvent>{{2, 50}});
-  CHECK(c.faults.join == std::vector<FaultEvent>{{2, 120}, {15, 10}});
+  CHECK(c.faults.join == std::vector<FaultEvent>{{2, 120}, {16, 10}});
   CHECK(c.sim.eval_every == 5);
   CHECK(c.sim.eval_test_max == 500);
   CHECK(c.sim.threads == 2);

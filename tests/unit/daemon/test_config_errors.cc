@@ -98,7 +98,11 @@ TEST_CASE("out-of-range values and unknown names are named") {
 }
 
 TEST_CASE("rules that relate several keys") {
-  checkFails("[faults]\ncrash = [{node = 8, round = 5}]\n", {}, "faults.crash[0].node must be < cluster.nodes (8)");
+  checkFails("[faults]\ncrash = [{node = 8, round = 5}]\n", {}, "faults.crash[0].node: node 8 is not alive at round 5");
+  checkFails("[faults]\njoin = [{node = 3, round = 5}]\n", {}, "faults.join[0].node: node 3 is already alive");
+  // A crashed node may come back (a restart: new incarnation, fresh state), and new ids may join.
+  CHECK(errorOf("[faults]\ncrash = [{node = 3, round = 5}]\njoin = [{node = 3, round = 9}, {node = 8, round = 1}]\n").empty());
+  checkFails("[faults]\ncrash = [{node = 3, round = 5}, {node = 3, round = 7}]\n", {}, "faults.crash[1].node: node 3 is not alive");
   checkFails("[faults]\njoin = [{node = 1, round = 100}]\n", {}, "faults.join[0].round must be < algorithm.rounds (100)");
   CHECK(errorOf("[faults]\ncrash = [{node = 7, round = 99}]\n").empty());
   checkFails("", {"algorithm.name=choco", "faults.drop=0.1"}, "faults.drop applies only to stateless algorithms");
