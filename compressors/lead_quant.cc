@@ -57,8 +57,7 @@ GOSSIP_VECTOR_CLONES void encodeDigits(std::span<const T> x, const detail::Block
   detail::UniformStream uniforms(rng);
   std::uint32_t u[F::kChunkElems];
   std::uint32_t digits[F::kChunkElems];
-  detail::produceFields(dst, F::fields(x.size()), F::kWidth,
-                        [&](std::size_t first, std::uint32_t* codes, unsigned count) {
+  const auto encodeChunk = [&](std::size_t first, std::uint32_t* codes, unsigned count) {
     const std::size_t e0 = first * F::kGroup;
     const std::size_t e1 = std::min(x.size(), (first + count) * F::kGroup);
     uniforms.fill(u, e1 - e0);
@@ -84,7 +83,8 @@ GOSSIP_VECTOR_CLONES void encodeDigits(std::span<const T> x, const detail::Block
       for (unsigned j = F::kGroup; j-- > 0;) c = c * F::kBase + digits[f * F::kGroup + j];
       codes[f] = c;
     }
-  });
+  };
+  detail::produceFields(dst, F::fields(x.size()), F::kWidth, encodeChunk);
 }
 
 // Throws DecodeError unless every field holds g valid digits and the digits past dim are 0.
@@ -108,8 +108,7 @@ GOSSIP_VECTOR_CLONES void addDigits(std::span<const std::byte> fields, const det
                                     const std::byte* scales, std::span<T> acc, double scale) {
   using F = Format<B>;
   std::uint32_t digits[F::kChunkElems];
-  detail::visitFields(fields.data(), F::fields(acc.size()), F::kWidth,
-                      [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+  const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
     for (unsigned f = 0; f < count; ++f) {
       std::uint32_t c = codes[f];
       for (unsigned j = 0; j < F::kGroup; ++j) {
@@ -126,7 +125,8 @@ GOSSIP_VECTOR_CLONES void addDigits(std::span<const std::byte> fields, const det
       for (std::size_t i = 0; i < hi - lo; ++i)
         a[i] += m * static_cast<T>(static_cast<std::int32_t>(ds[i]) - static_cast<std::int32_t>(F::kLevels));
     });
-  });
+  };
+  detail::visitFields(fields.data(), F::fields(acc.size()), F::kWidth, addChunk);
 }
 
 // Calls fn(std::integral_constant<unsigned, b>{}) for b in 1..8.

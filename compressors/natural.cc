@@ -46,17 +46,17 @@ class Natural final : public detail::CodecBase<Natural> {
     r.expectEnd();
     detail::expectCleanPadding(fields, h.dim, detail::kNatBits, "natural");
     std::uint32_t invalid = 0;
-    detail::visitFields(fields.data(), h.dim, detail::kNatBits,
-                        [&](std::size_t, const std::uint32_t* codes, unsigned count) {
+    const auto checkChunk = [&](std::size_t, const std::uint32_t* codes, unsigned count) {
       for (unsigned i = 0; i < count; ++i) invalid |= static_cast<std::uint32_t>(!detail::natCodeValid(codes[i]));
-    });
+    };
+    detail::visitFields(fields.data(), h.dim, detail::kNatBits, checkChunk);
     if (invalid) throw DecodeError("natural payload: non-finite value code");
     const T s = static_cast<T>(scale);
-    detail::visitFields(fields.data(), h.dim, detail::kNatBits,
-                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       T* a = acc.data() + first;
       for (unsigned i = 0; i < count; ++i) a[i] += s * static_cast<T>(detail::natValue(codes[i]));
-    });
+    };
+    detail::visitFields(fields.data(), h.dim, detail::kNatBits, addChunk);
   }
 };
 
@@ -95,8 +95,7 @@ class Dither final : public detail::CodecBase<Dither> {
     }
     detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
-    detail::produceFields(scales + 4ull * blocks.count, dim, width_,
-                          [&](std::size_t first, std::uint32_t* codes, unsigned count) {
+    const auto encodeChunk = [&](std::size_t first, std::uint32_t* codes, unsigned count) {
       uniforms.fill(u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         std::uint32_t* cs = codes + (lo - first);
@@ -114,7 +113,8 @@ class Dither final : public detail::CodecBase<Dither> {
           cs[i] = levels.index(y, us[i]) << 1 | static_cast<std::uint32_t>(xs[i] < T(0));
         }
       });
-    });
+    };
+    detail::produceFields(scales + 4ull * blocks.count, dim, width_, encodeChunk);
   }
 
   template <class T>
@@ -132,8 +132,7 @@ class Dither final : public detail::CodecBase<Dither> {
       for (unsigned i = 0; i < count; ++i) top = std::max(top, codes[i] >> 1);
     });
     if (top > levels_) throw DecodeError("dither payload: level index " + std::to_string(top) + " above s");
-    detail::visitFields(fields.data(), h.dim, width_,
-                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         const T m = static_cast<T>(scale * static_cast<double>(detail::getScale(scales.data(), b)));
         const std::uint32_t* cs = codes + (lo - first);
@@ -141,7 +140,8 @@ class Dither final : public detail::CodecBase<Dither> {
         const detail::DitherLevels levels = kernel_;
         for (std::size_t i = 0; i < hi - lo; ++i) a[i] += m * static_cast<T>(levels.signedValue(cs[i] >> 1, cs[i] & 1u));
       });
-    });
+    };
+    detail::visitFields(fields.data(), h.dim, width_, addChunk);
   }
 
  private:

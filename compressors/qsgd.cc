@@ -50,8 +50,7 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
     const T cap = static_cast<T>(levels_);
     detail::UniformStream uniforms(rng);
     std::uint32_t u[detail::kChunk];
-    detail::produceFields(scales + 4ull * blocks.count, dim, width_,
-                          [&](std::size_t first, std::uint32_t* codes, unsigned count) {
+    const auto encodeChunk = [&](std::size_t first, std::uint32_t* codes, unsigned count) {
       uniforms.fill(u, count);
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         std::uint32_t* cs = codes + (lo - first);
@@ -69,7 +68,8 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
           cs[i] = static_cast<std::uint32_t>(level) << 1 | static_cast<std::uint32_t>(xs[i] < T(0));
         }
       });
-    });
+    };
+    detail::produceFields(scales + 4ull * blocks.count, dim, width_, encodeChunk);
     if (!unbiased_) {
       // Scaled form: the levels above were drawn against N; only the reconstruction shrinks.
       for (std::uint32_t b = 0; b < blocks.count; ++b) {
@@ -96,8 +96,7 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
       });
       if (top > levels_) throw DecodeError("qsgd payload: level " + std::to_string(top) + " above s");
     }
-    detail::visitFields(fields.data(), h.dim, width_,
-                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       detail::forEachBlockPiece(blocks, first, first + count, [&](std::uint32_t b, std::size_t lo, std::size_t hi) {
         const T m = static_cast<T>(scale * static_cast<double>(detail::getScale(scales.data(), b)) / levels_);
         const std::uint32_t* cs = codes + (lo - first);
@@ -108,7 +107,8 @@ class Qsgd final : public detail::CodecBase<Qsgd> {
           a[i] += m * static_cast<T>((level ^ neg) - neg);
         }
       });
-    });
+    };
+    detail::visitFields(fields.data(), h.dim, width_, addChunk);
   }
 
  private:

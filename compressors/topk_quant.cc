@@ -146,11 +146,11 @@ class TopKQuant final : public detail::CodecBase<TopKQuant<Part>> {
     });
     if (bad) throw DecodeError(std::string(Part::kName) + " payload: invalid value code");
     const T m = static_cast<T>(scale * static_cast<double>(norm));
-    detail::visitFields(fields.data(), k, part_.width(),
-                        [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+    const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
       const std::uint32_t* at = idx.data() + first;
       for (unsigned i = 0; i < count; ++i) acc[at[i]] += m * static_cast<T>(part_.value(codes[i]));
-    });
+    };
+    detail::visitFields(fields.data(), k, part_.width(), addChunk);
   }
 
  private:

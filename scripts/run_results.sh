@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Regenerates every number and plot in docs/results.md:
+#   make build && scripts/run_results.sh [section...]     (sections: exact churn fmnist mlp scale; default all)
+# Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+G=${GOSSIPD:-build/release/daemon/gossipd}
+OUT=docs/results
+PLOT=scripts/plot_results.py
+mkdir -p "$OUT"
+sections=("$@")
+[ ${#sections[@]} -eq 0 ] && sections=(exact churn fmnist mlp scale)
+
+run() {  # run NAME CONFIG [--set ...]
+  local name=$1 config=$2
+  shift 2
+  echo "== $name"
+  "$G" sim --config "$config" "$@" --out "$OUT/$name.json" 2>&1 | tail -n 2
+}
+
+for s in "${sections[@]}"; do
+  case $s in
+  exact)
+    E=experiments/exact_l1.toml
+    run exact_prox_lead_full "$E"
+    run exact_prox_lead_lsvrg "$E" --set algorithm.estimator=lsvrg --set algorithm.batch=1 --set algorithm.lr=0.1 --set algorithm.rounds=6000 --set sim.eval_every=100
+    run exact_prox_lead_saga "$E" --set algorithm.estimator=saga --set algorithm.batch=1 --set algorithm.lr=0.1 --set algorithm.rounds=6000 --set sim.eval_every=100
+    run exact_prox_lead_sgd "$E" --set algorithm.estimator=sgd --set algorithm.batch=1 --set algorithm.lr=0.1 --set algorithm.rounds=6000 --set sim.eval_every=100
+    S=(--set model.l1=0)  # smooth problem for the methods without a prox
+    run smooth_nids "$E" "${S[@]}" --set algorithm.name=nids --set compressor.name=fp32
+    run smooth_lead "$E" "${S[@]}" --set algorithm.name=lead
+    run smooth_dpsgd "$E" "${S[@]}" --set algorithm.name=dpsgd --set compressor.name=fp32
+    run smooth_choco "$E" "${S[@]}" --set algorithm.name=choco --set algorithm.gamma=0.5 --set compressor.name=qsgd --set compressor.levels=16
+    run smooth_deepsqueeze "$E" "${S[@]}" --set algorithm.name=deepsqueeze --set compressor.name=qsgd --set compressor.levels=16
+    $PLOT "$OUT"/smooth_{nids,lead,dpsgd,choco,deepsqueeze}.json -o "$OUT/smooth.png" --title "smooth logistic, 8-node ring"
+    $PLOT "$OUT"/exact_prox_lead_{full,lsvrg,saga,sgd}.json -o "$OUT/exact_prox_lead.png" \
+      --labels "full gradient" LSVRG SAGA SGD --title "Prox-LEAD 2-bit, L1 logistic, 8-node ring"
+    ;;
+  churn)
+    E=experiments/exact_l1.toml
+    run churn_prox_lead "$E" --set algorithm.rounds=4000 --set 'faults.crash=[{node=3,round=300},{node=5,round=1200},{node=6,round=1200}]'
+    run churn_join_prox_lead "$E" --set algorithm.rounds=3000 --set 'faults.join=[{node=8,round=600}]'
+    $PLOT "$OUT"/churn_prox_lead.json "$OUT"/churn_join_prox_lead.json -o "$OUT/churn.png" \
+      --labels "crash 3 @300, 5+6 @1200" "join 8 @600" --title "Prox-LEAD 2-bit under churn"
+    ;;
+  fmnist | mlp)
+    F=experiments/fmnist_softmax.toml
+    M=()
+    [ "$s" = mlp ] && M=(--set model.kind=mlp --set 'model.hidden=[128]')
+    TK=(--set compressor.name=topk --set compressor.ratio=0.01)
+    Q4=(--set compressor.name=qsgd --set compressor.levels=7 --set compressor.block=512)
+    run "${s}_central" "$F" "${M[@]}" --set cluster.nodes=1 --set algorithm.batch=512
+    run "${s}_dpsgd" "$F" "${M[@]}"
+    run "${s}_deepsqueeze_topk" "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.02
+    run "${s}_choco_topk" "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=choco --set algorithm.gamma=0.05
+    run "${s}_deepsqueeze_q4" "$F" "${M[@]}" "${Q4[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.1
+    run "${s}_choco_q4" "$F" "${M[@]}" "${Q4[@]}" --set algorithm.name=choco --set algorithm.gamma=0.2
+    $PLOT "$OUT/${s}"_{central,dpsgd,deepsqueeze_topk,choco_topk,deepsqueeze_q4,choco_q4}.json -o "$OUT/${s}.png" \
+      --title "Fashion-MNIST $s, 16-node ring, Dirichlet(0.5)"
+    ;;
+  scale)
+    F=experiments/fmnist_softmax.toml
+    SC=(--set cluster.nodes=1024 --set algorithm.rounds=100 --set sim.eval_every=25 --set algorithm.name=deepsqueeze
+        --set algorithm.eta=0.02 --set compressor.name=topk --set compressor.ratio=0.01)
+    for topo in exponential random_regular; do
+      extra=(--set cluster.topology=$topo)
+      [ $topo = exponential ] && extra+=(--set cluster.weights=uniform)
+      [ $topo = random_regular ] && extra+=(--set cluster.degree=4)
+      echo "== scale_$topo"
+      /usr/bin/time -f "wall %e s, peak RSS %M KiB" "$G" sim --config "$F" "${SC[@]}" "${extra[@]}" \
+        --out "$OUT/scale_$topo.json" 2>&1 | tail -n 3 | tee "$OUT/scale_$topo.time"
+    done
+    ;;
+  *) echo "unknown section $s" >&2; exit 2 ;;
+  esac
+done
