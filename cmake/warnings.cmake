@@ -4,7 +4,10 @@ add_library(gossip_warnings INTERFACE)
 add_library(gossip::warnings ALIAS gossip_warnings)
 target_compile_options(gossip_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Woverloaded-virtual
-  -Wimplicit-fallthrough -Wno-maybe-uninitialized)
+  -Wimplicit-fallthrough -Wno-maybe-uninitialized
+  # Bit-identical arithmetic on every machine: replicas at both ends of an edge must decode to the same
+  # values, so a*b+c must not be fused into an FMA on one build and not on another.
+  -ffp-contract=off)
 if(GOSSIP_WERROR)
   target_compile_options(gossip_warnings INTERFACE -Werror)
 endif()

@@ -138,7 +138,8 @@ class Dither final : public detail::CodecBase<Dither> {
         const std::uint32_t* cs = codes + (lo - first);
         T* a = acc.data() + lo;
         const detail::DitherLevels levels = kernel_;
-        for (std::size_t i = 0; i < hi - lo; ++i) a[i] += m * static_cast<T>(levels.signedValue(cs[i] >> 1, cs[i] & 1u));
+        for (std::size_t i = 0; i < hi - lo; ++i)
+          a[i] += m * static_cast<T>(levels.signedValue(cs[i] >> 1, cs[i] & 1u));
       });
     };
     detail::visitFields(fields.data(), h.dim, width_, addChunk);
