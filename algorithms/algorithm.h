@@ -50,6 +50,7 @@ struct AlgorithmParams {
   double gamma = 1.0;          // CHOCO consensus step; LEAD/Prox-LEAD dual step gamma
   double alpha = 0.5;          // LEAD/Prox-LEAD reference update rate, identical on all nodes
   double l1 = 0.0;             // R(x) = l1 ||x||_1, applied as a proximal step with threshold lr * l1
+  double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
   std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)
 };
 

@@ -16,6 +16,9 @@ std::span<const std::string_view> algorithmNames() { return kNames; }
 std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
                                          const Vec& x0) {
   const std::string& n = p.name;
+  if (c.codec() == compress::CodecId::SharedSupport)
+    throw ConfigError("compressor.name: cltk needs a support that the runtime chooses and floods every round "
+                      "(docs/cltk.md); no algorithm runtime provides it yet");
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
   if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);

@@ -33,18 +33,16 @@ void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
 }
 
 DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), delta_(Vec::Zero(x0.size())), own_(Vec::Zero(x0.size())) {
+    : p_(p), c_(c), self_(self), ef_(c, static_cast<std::uint32_t>(x0.size()), p.beta), own_(Vec::Zero(x0.size())) {
   if (!(p.eta > 0.0 && p.eta <= 1.0)) throw ConfigError("algorithm.eta must be in (0, 1] for deepsqueeze");
   x_ = x0;
 }
 
 void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  x_ -= lr * g;          // x_half
-  delta_ += x_;          // v = x_half + delta
+  x_ -= lr * g;  // x_half
   Rng rng(deriveSeed({p_.seed, self_, t}));
-  c_.encode(detail::view(delta_), rng, out);
-  detail::decodeInto(c_, out.view(), own_);
-  delta_ -= own_;        // delta = v - c
+  // v = x_half + delta; c = C(v) into out and own_; delta updated.
+  ef_.compress(detail::view(x_), rng, out, std::span<double>(own_.data(), static_cast<std::size_t>(own_.size())));
   lr_ = lr;
 }
 

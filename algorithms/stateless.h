@@ -3,6 +3,7 @@
 // full-model sketches, so a neighbour whose message is missing this round is replaced by the node's own
 // value (elastic consistency, ALGORITHMS.md §5.1) and nothing carries over to later rounds.
 #include "algorithms/algorithm.h"
+#include "compressors/error_feedback.h"
 
 namespace gossip::algo {
 
@@ -28,7 +29,8 @@ class Dpsgd final : public Algorithm {
 
 // DeepSqueeze: x_half = x - lr g; v = x_half + delta; c = C(v); delta = v - c;
 // x = x_half + eta * sum_j w_ij (c_j - c_i)  (ALGORITHMS.md §4.3). The self term uses the compressed c_i,
-// which keeps the network average exact.
+// which keeps the network average exact. The error memory delta is the shared compress::ErrorFeedback, so
+// ScaleCom's low-pass filter (beta < 1: delta <- (1-beta) delta + beta (v - c)) is available here too.
 class DeepSqueeze final : public Algorithm {
  public:
   DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
@@ -41,8 +43,8 @@ class DeepSqueeze final : public Algorithm {
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
-  Vec delta_;  // error memory
-  Vec own_;    // c_i, decode of own message
+  compress::ErrorFeedback ef_;  // owns the error memory delta
+  Vec own_;                     // c_i, decode of own message
   double lr_ = 0;
 };
 

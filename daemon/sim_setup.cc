@@ -74,6 +74,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   s.algorithm.eta = c.algorithm.eta;
   s.algorithm.gamma = c.algorithm.gamma;
   s.algorithm.alpha = c.algorithm.alpha;
+  s.algorithm.beta = c.compressor_beta;
   s.compressor = p->compressor.get();
   s.estimator = {.kind = c.algorithm.estimator, .batch = c.algorithm.batch, .lsvrg_p = c.algorithm.lsvrg_p};
   s.lr = lrSchedule(c.algorithm);
@@ -88,6 +89,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   s.eval_every = c.sim.eval_every;
   s.eval_test_max = c.sim.eval_test_max;
   s.seed = c.cluster.seed;
+  s.threads = c.sim.threads;
   return p;
 }
 

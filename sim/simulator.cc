@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "peer/wire_header.h"
@@ -29,8 +31,9 @@ constexpr std::size_t kNodeAccuracySamples = 1000;  // ... on this many test sam
 
 }  // namespace
 
-Simulator::Simulator(SimSetup setup) : s_(std::move(setup)), dropRng_(deriveSeed({s_.seed, 0xD80Bull})) {
+Simulator::Simulator(SimSetup setup) : s_(std::move(setup)) {
   if (!s_.model || !s_.train || !s_.compressor) throw Error("simulator: model, data and compressor are required");
+  if (s_.threads == 0) throw ConfigError("sim.threads must be >= 1");
   timeVarying_ = s_.topology.kind == topology::Kind::OnePeerExponential;
   // Probe the algorithm family once, on a throwaway instance.
   const bool stateless =
@@ -129,22 +132,59 @@ void Simulator::exchange(Round t) {
     rewire();
   }
 
-  std::map<PeerId, compress::Encoded> outbox;
-  for (auto& [id, node] : nodes_) node->beginRound(t, outbox[id]);
-  std::vector<algo::Incoming> msgs;
-  for (auto& [id, node] : nodes_) {
-    msgs.clear();
-    for (const auto& [j, w] : rows_.at(id).neighbors) {
-      const auto& payload = outbox.at(j);
-      bytes_ += payload.size() + peer::kWireHeaderBytes;
-      if (s_.drop > 0.0 && dropRng_.uniform() < s_.drop) {
-        ++dropped_;
+  for (const auto& c : s_.crashes)
+    if (c.round == t) outbox_.erase(c.node);
+  for (const auto& [id, node] : nodes_) outbox_[id];  // create buffers before the parallel phase
+  forEachNode([&](algo::Node& node) { node.beginRound(t, outbox_.at(node.id())); });
+  for (const auto& [id, node] : nodes_)
+    for (const auto& [j, w] : rows_.at(id).neighbors) bytes_ += outbox_.at(j).size() + peer::kWireHeaderBytes;
+  forEachNode([&](algo::Node& node) {
+    std::vector<algo::Incoming> msgs;
+    std::uint64_t dropped = 0;
+    const auto& row = rows_.at(node.id());
+    for (const auto& [j, w] : row.neighbors) {
+      // The loss of message j -> i in round t is a pure function of (seed, t, i, j): thread-count independent.
+      if (s_.drop > 0.0 && Rng(deriveSeed({s_.seed, 0xD80Bull, t, node.id(), j})).uniform() < s_.drop) {
+        ++dropped;
         continue;
       }
-      msgs.push_back({j, payload.view()});
+      msgs.push_back({j, outbox_.at(j).view()});
     }
-    node->endRound(t, msgs, rows_.at(id));
+    node.endRound(t, msgs, row);
+    if (dropped) {
+      std::lock_guard lock(dropMutex_);
+      dropped_ += dropped;
+    }
+  });
+}
+
+void Simulator::forEachNode(const std::function<void(algo::Node&)>& fn) {
+  std::vector<algo::Node*> all;
+  all.reserve(nodes_.size());
+  for (auto& [id, node] : nodes_) all.push_back(node.get());
+  const std::size_t workers = std::min<std::size_t>(s_.threads, all.size());
+  if (workers <= 1) {
+    for (auto* n : all) fn(*n);
+    return;
   }
+  std::vector<std::exception_ptr> errors(workers);
+  std::vector<std::thread> pool;
+  for (std::size_t w = 1; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      try {
+        for (std::size_t i = w; i < all.size(); i += workers) fn(*all[i]);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  try {
+    for (std::size_t i = 0; i < all.size(); i += workers) fn(*all[i]);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 const training::Vec* Simulator::optimum() {

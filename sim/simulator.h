@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -52,6 +53,7 @@ struct SimSetup {
   Round eval_every = 10;
   std::size_t eval_test_max = 0;  // 0 = all test samples
   std::uint64_t seed = 1;
+  unsigned threads = 1;  // nodes' round work is spread over this many threads; results do not depend on it
 };
 
 struct EvalRecord {
@@ -81,16 +83,21 @@ class Simulator {
   void addNode(PeerId id);
   void rewire();
   void exchange(Round t);
+  // Runs fn(node) for every alive node on s_.threads threads. Nodes share nothing mutable during a
+  // phase (models keep thread-local scratch, each node owns its estimator and algorithm), so the result
+  // is the same for any thread count.
+  void forEachNode(const std::function<void(algo::Node&)>& fn);
   EvalRecord evaluate(Round t);
   const training::Vec* optimum();
 
   SimSetup s_;
   std::map<PeerId, std::unique_ptr<algo::Node>> nodes_;
   std::map<PeerId, topology::MixingRow> rows_;
+  std::map<PeerId, compress::Encoded> outbox_;  // this round's message per node; buffers reused
   std::vector<std::pair<PeerId, PeerId>> edges_;  // undirected edges with state, sorted
   bool timeVarying_ = false;
   std::uint64_t bytes_ = 0, dropped_ = 0;
-  Rng dropRng_;
+  std::mutex dropMutex_;  // guards dropped_ during the parallel receive phase
   std::map<std::vector<PeerId>, training::Vec> optima_;  // per alive set
   std::unique_ptr<training::Dataset> evalSet_, nodeEvalSet_;  // bounded test subsets, built once
 };

@@ -85,6 +85,8 @@ TEST_CASE("sim: message drops are counted for stateless methods and refused for 
   f.setup.rounds = 200;
   f.setup.eval_every = 200;
   const auto rec = sim::Simulator(f.setup).run();
+  f.setup.threads = 2;
+  CHECK(sim::Simulator(f.setup).run().back().messages_dropped == rec.back().messages_dropped);
   const double sent = 200.0 * 16;
   CHECK(rec.back().messages_dropped > 0.1 * sent);
   CHECK(rec.back().messages_dropped < 0.3 * sent);
@@ -95,7 +97,7 @@ TEST_CASE("sim: message drops are counted for stateless methods and refused for 
   CHECK_THROWS_AS(sim::Simulator(g.setup), ConfigError);
 }
 
-TEST_CASE("sim: a run is deterministic") {
+TEST_CASE("sim: a run is deterministic, whatever the thread count") {
   Fixture f(8, "choco", {.name = "qsgd", .levels = 4});
   f.setup.algorithm.gamma = 0.3;
   f.setup.estimator = {.kind = "sgd", .batch = 4};
@@ -103,11 +105,16 @@ TEST_CASE("sim: a run is deterministic") {
   f.setup.eval_every = 50;
   const auto a = sim::Simulator(f.setup).run();
   const auto b = sim::Simulator(f.setup).run();
+  f.setup.threads = 3;  // more threads than cores: the work split must not change any number
+  const auto c = sim::Simulator(f.setup).run();
   REQUIRE(a.size() == b.size());
+  REQUIRE(a.size() == c.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].loss == b[i].loss);
     CHECK(a[i].bytes_sent == b[i].bytes_sent);
     CHECK(a[i].consensus_distance == b[i].consensus_distance);
+    CHECK(a[i].loss == c[i].loss);
+    CHECK(a[i].consensus_distance == c[i].consensus_distance);
   }
 }
 
