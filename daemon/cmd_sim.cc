@@ -1,6 +1,7 @@
 // gossipd sim --config F [--set section.key=value]... [--out results.json]
 // N virtual nodes in one process; progress on stderr, results as JSON (DESIGN.md §2).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -57,9 +58,12 @@ int sim(std::vector<std::string> argv) {
     else throw ConfigError("unknown option '" + flag + "' (expected --config, --set, --out)");
   }
   const daemon::Config config = daemon::loadConfig(configFile, sets);
+  // Results go to <out>.partial first and are renamed over <out> only when complete: an unwritable path
+  // fails before the run, and an interrupted run never leaves a truncated results file behind.
   std::ofstream outFile;
-  if (out) {  // fail before the run, not after it
-    outFile.open(*out);
+  const std::string partial = out ? *out + ".partial" : "";
+  if (out) {
+    outFile.open(partial);
     if (!outFile) throw ConfigError("--out: cannot write '" + *out + "'");
   }
   auto problem = daemon::buildSimProblem(config);
@@ -76,7 +80,10 @@ int sim(std::vector<std::string> argv) {
     j["records"] = nlohmann::json::array();
     for (const auto& r : records) j["records"].push_back(toJson(r));
     outFile << j.dump(1) << "\n";
-    if (!outFile) throw ConfigError("--out: write to '" + *out + "' failed");
+    outFile.close();
+    std::error_code ec;
+    if (!outFile || (std::filesystem::rename(partial, *out, ec), ec))
+      throw ConfigError("--out: write to '" + *out + "' failed");
     std::fprintf(stderr, "wrote %s\n", out->c_str());
   }
   return 0;

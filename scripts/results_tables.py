@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""Print the markdown tables of docs/results.md from the JSON files in docs/results/.
+"""Print the markdown tables of docs/results.md from the JSON files in docs/results/, or fill them in.
 
-    scripts/results_tables.py [docs/results]
+    scripts/results_tables.py                  print every table
+    scripts/results_tables.py --fill docs/results.template.md docs/results.md
 
 Every number in the results document comes from here, so it always matches the runs."""
+import contextlib
+import io
 import json
 import os
 import sys
 
-DIR = sys.argv[1] if len(sys.argv) > 1 else "docs/results"
+DIR = "docs/results"
 
 
 def load(name):
@@ -83,15 +86,33 @@ def scale_table():
         print(f"| {topo} | {x['alive']} | {x['round']} | {wall:.0f} s | {rss:.2f} GiB | {100 * x['accuracy']:.1f}% |")
 
 
+SECTIONS = {
+    "TABLE_EXACT": lambda: convex_table(["exact_prox_lead_full", "exact_prox_lead_lsvrg", "exact_prox_lead_saga",
+                                         "exact_prox_lead_sgd"]),
+    "TABLE_SMOOTH": lambda: convex_table(["smooth_nids", "smooth_lead", "smooth_dpsgd", "smooth_choco",
+                                          "smooth_deepsqueeze"]),
+    "TABLE_CHURN": lambda: convex_table(["churn_prox_lead", "churn_join_prox_lead"]),
+    "TABLE_FMNIST": lambda: fmnist_table("fmnist"),
+    "TABLE_MLP": lambda: fmnist_table("mlp"),
+    "TABLE_SCALE": scale_table,
+}
+
+
+def render(key):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        SECTIONS[key]()
+    return buf.getvalue().rstrip("\n")
+
+
 if __name__ == "__main__":
-    print("### Exactness (L1 logistic, 8-node ring)\n")
-    convex_table(["exact_prox_lead_full", "exact_prox_lead_lsvrg", "exact_prox_lead_saga", "exact_prox_lead_sgd"])
-    print("\n### Smooth logistic, constant step\n")
-    convex_table(["smooth_nids", "smooth_lead", "smooth_dpsgd", "smooth_choco", "smooth_deepsqueeze"])
-    print("\n### Churn\n")
-    convex_table(["churn_prox_lead", "churn_join_prox_lead"])
-    for p in ("fmnist", "mlp"):
-        print(f"\n### Fashion-MNIST {p}\n")
-        fmnist_table(p)
-    print("\n### Scale\n")
-    scale_table()
+    if len(sys.argv) == 4 and sys.argv[1] == "--fill":
+        text = open(sys.argv[2]).read()
+        for key in SECTIONS:
+            text = text.replace(key, render(key))
+        with open(sys.argv[3], "w") as f:
+            f.write(text)
+        print(f"wrote {sys.argv[3]}")
+    else:
+        for key in SECTIONS:
+            print(f"\n{key}\n{render(key)}")
