@@ -85,3 +85,34 @@ TEST_CASE("algorithm factory rejects bad names and parameters") {
   CHECK_THROWS_AS(algo::makeAlgorithm({.name = "choco", .gamma = 1.5}, *c, 0, x0), ConfigError);
   CHECK_THROWS_AS(algo::makeAlgorithm({.name = "lead", .alpha = 0.0}, *c, 0, x0), ConfigError);
 }
+
+TEST_CASE("Node takes local_steps(t) - 1 local SGD steps before the communicated step") {
+  // One isolated node, f(x) = ||x - 1||^2 / 2, so each step maps x -> x - lr (x - 1) exactly.
+  class Quadratic final : public training::GradientEstimator {
+   public:
+    double estimate(const Vec& x, Vec& g) override {
+      g = x - Vec::Ones(x.size());
+      ++calls;
+      return 0.5 * g.squaredNorm();
+    }
+    int calls = 0;
+  };
+  auto c = compress::makeCompressor({.name = "fp32"});
+  auto est = std::make_unique<Quadratic>();
+  Quadratic* q = est.get();
+  algo::NodeSchedule sched;
+  sched.lr = [](Round) { return 0.5; };
+  sched.localSteps = [](Round t) { return t == 0 ? 1u : 3u; };
+  algo::Node node(0, algo::makeAlgorithm({.name = "dpsgd"}, *c, 0, Vec::Zero(4)), std::move(est), sched);
+  compress::Encoded out;
+  const topology::MixingRow alone{};
+  double expect = 0.0;  // every coordinate follows e <- e + 0.5 (1 - e)
+  for (Round t = 0; t < 3; ++t) {
+    node.beginRound(t, out);
+    node.endRound(t, {}, alone);
+    for (unsigned s = 0; s < (t == 0 ? 1u : 3u); ++s) expect += 0.5 * (1.0 - expect);
+    CHECK(node.algorithm().x()[0] == doctest::Approx(expect).epsilon(1e-6));
+  }
+  CHECK(q->calls == 1 + 3 + 3);
+  CHECK(node.gradientCalls() == 7);
+}
