@@ -56,6 +56,7 @@ for s in "${sections[@]}"; do
     run "${s}_deepsqueeze_q4" "$F" "${M[@]}" "${Q4[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.1
     run "${s}_choco_q4" "$F" "${M[@]}" "${Q4[@]}" --set algorithm.name=choco --set algorithm.gamma=0.2
     $PLOT "$OUT/${s}"_{central,dpsgd,deepsqueeze_topk,choco_topk,deepsqueeze_q4,choco_q4}.json -o "$OUT/${s}.png" \
+      --labels "centralized (1 node)" "D-PSGD fp32" "DeepSqueeze top-1%" "CHOCO top-1%" "DeepSqueeze 4-bit" "CHOCO 4-bit" \
       --title "Fashion-MNIST $s, 16-node ring, Dirichlet(0.5)"
     ;;
   scale)
