@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 #include "core/error.h"
 #include "training/data_loader.h"
 #include "training/model_factory.h"
 #include "training/partition.h"
+#include "training/scaling.h"
 #include "training/synthetic.h"
 
 namespace gossip::daemon {
@@ -17,6 +19,43 @@ namespace {
 constexpr double kReferenceMaxEntries = 2e6;
 
 bool convex(const std::string& kind) { return kind != "mlp"; }
+
+// data.train may name one file per node: "{id}" in the path (and in data.train_labels for IDX) is replaced
+// by the node id, and node i trains on exactly its own file (DESIGN.md: a node may be given its own data).
+constexpr std::string_view kNodePlaceholder = "{id}";
+
+std::string withId(std::string path, PeerId id) {
+  for (auto at = path.find(kNodePlaceholder); at != std::string::npos; at = path.find(kNodePlaceholder))
+    path.replace(at, kNodePlaceholder.size(), std::to_string(id));
+  return path;
+}
+
+// Loads every node's file, stacks them with one partition cell per node, and fits the feature scaling on
+// the union so that all nodes (and the test set) share one coordinate system.
+void loadNodeFiles(training::DataSpec spec, int shards, SimProblem& p) {
+  const std::string scaling = spec.scaling;
+  const std::string trainPattern = spec.train, labelPattern = spec.train_labels;
+  spec.scaling = "none";
+  std::vector<training::Dataset> parts;
+  for (int i = 0; i < shards; ++i) {
+    spec.train = withId(trainPattern, static_cast<PeerId>(i));
+    spec.train_labels = withId(labelPattern, static_cast<PeerId>(i));
+    if (i > 0) spec.test.clear();  // the shared test set is read once
+    auto loaded = training::loadDataset(spec);
+    if (!parts.empty() && loaded.train.features() != parts.front().features())
+      throw DataError(spec.train + ": " + std::to_string(loaded.train.features()) + " features, but node 0's file has " +
+                      std::to_string(parts.front().features()));
+    if (i == 0) p.test = std::move(loaded.test);
+    parts.push_back(std::move(loaded.train));
+  }
+  auto [all, partition] = training::concatNodes(parts);
+  if (p.test) all.classes = p.test->classes = std::max(all.classes, p.test->classes);
+  const auto scaler = training::Scaler::fit(all, training::parseScaling(scaling));
+  scaler.apply(all);
+  if (p.test) scaler.apply(*p.test);
+  p.train = std::move(all);
+  p.setup.partition = std::move(partition);
+}
 
 }  // namespace
 
@@ -48,11 +87,16 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
     spec.scaling = c.data.scaling;
     spec.regression = c.data.regression;
     spec.limit = c.data.max_train;
-    auto loaded = training::loadDataset(spec);
-    p->train = std::move(loaded.train);
-    p->test = std::move(loaded.test);
-    p->setup.partition = training::partitionRows(
-        p->train, shards, {.kind = c.data.partition, .dirichlet_alpha = c.data.dirichlet_alpha, .seed = c.data.seed});
+    if (c.data.train.find(kNodePlaceholder) != std::string::npos) {
+      loadNodeFiles(spec, shards, *p);
+    } else {
+      auto loaded = training::loadDataset(spec);
+      p->train = std::move(loaded.train);
+      p->test = std::move(loaded.test);
+      p->setup.partition = training::partitionRows(
+          p->train, shards,
+          {.kind = c.data.partition, .dirichlet_alpha = c.data.dirichlet_alpha, .seed = c.data.seed});
+    }
   }
 
   training::ModelSpec ms;

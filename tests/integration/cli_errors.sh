@@ -48,6 +48,8 @@ expect "unreadable data" "nope-images" -- sim --set data.format=idx --set "data.
 expect "idx labels not derivable" "train_labels" -- sim --set data.format=idx --set "data.train=$TMP/nope.gz"
 expect "malformed idx" "bad.idx" -- sim --set data.format=idx --set "data.train=$TMP/bad.idx" --set "data.train_labels=$TMP/bad.idx"
 expect "malformed csv" "bad.csv" -- sim "${CSV[@]}" --set "data.train=$TMP/bad.csv"
+cp "$TMP/ok.csv" "$TMP/node0.csv"; cp "$TMP/ok.csv" "$TMP/node1.csv"
+expect "missing node file" "node2.csv" -- sim "${CSV[@]}" --set cluster.nodes=3 --set "data.train=$TMP/node{id}.csv"
 expect "dimension mismatch" "ok.csv|wide.csv|dimension|features" -- sim "${CSV[@]}" --set "data.train=$TMP/ok.csv" --set "data.test=$TMP/wide.csv"
 expect "drop with replica" "drop" -- sim --set data.format=synthetic --set model.kind=logistic --set algorithm.name=lead --set compressor.name=fp32 --set faults.drop=0.1
 expect "topo unknown kind" "topology|blob" -- topo --topology blob --nodes 4
