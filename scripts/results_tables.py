@@ -72,18 +72,20 @@ def fmnist_table(prefix):
 
 
 def scale_table():
-    print("| graph | nodes | rounds | wall time | peak memory | final test accuracy |")
-    print("|---|---|---|---|---|---|")
-    for topo in ("exponential", "random_regular"):
-        r = load("scale_" + topo)
-        tpath = os.path.join(DIR, f"scale_{topo}.time")
+    print("| graph | nodes | threads | rounds | wall time | peak memory | MB sent | final test accuracy |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in ("scale_exponential", "scale_random_regular", "scale_exponential_t2"):
+        r = load(name)
+        tpath = os.path.join(DIR, name + ".time")
         if not r or not os.path.exists(tpath):
             continue
         timing = open(tpath).read().strip().splitlines()[-1]  # "wall X s, peak RSS Y KiB"
         wall = float(timing.split()[1])
         rss = int(timing.split()[5]) / 1024 / 1024
         x = last(r)
-        print(f"| {topo} | {x['alive']} | {x['round']} | {wall:.0f} s | {rss:.2f} GiB | {100 * x['accuracy']:.1f}% |")
+        cfg = r["config"]
+        print(f"| {cfg['cluster']['topology']} | {x['alive']} | {cfg['sim']['threads']} | {x['round']} | {wall:.0f} s | "
+              f"{rss:.2f} GiB | {x['bytes_sent'] / 1e6:.0f} | {100 * x['accuracy']:.1f}% |")
 
 
 SECTIONS = {

@@ -63,13 +63,16 @@ for s in "${sections[@]}"; do
     F=experiments/fmnist_softmax.toml
     SC=(--set cluster.nodes=1024 --set algorithm.rounds=100 --set sim.eval_every=25 --set algorithm.name=deepsqueeze
         --set algorithm.eta=0.02 --set compressor.name=topk --set compressor.ratio=0.01)
-    for topo in exponential random_regular; do
-      extra=(--set cluster.topology=$topo)
+    for run in exponential:1 random_regular:1 exponential:2; do
+      topo=${run%:*} threads=${run#*:}
+      name=scale_$topo
+      [ "$threads" != 1 ] && name+=_t$threads
+      extra=(--set cluster.topology=$topo --set sim.threads=$threads)
       [ $topo = exponential ] && extra+=(--set cluster.weights=uniform)
       [ $topo = random_regular ] && extra+=(--set cluster.degree=4)
-      echo "== scale_$topo"
+      echo "== $name"
       /usr/bin/time -f "wall %e s, peak RSS %M KiB" "$G" sim --config "$F" "${SC[@]}" "${extra[@]}" \
-        --out "$OUT/scale_$topo.json" 2>&1 | tail -n 3 | tee "$OUT/scale_$topo.time"
+        --out "$OUT/$name.json" 2>&1 | tail -n 3 | tee "$OUT/$name.time"
     done
     ;;
   *) echo "unknown section $s" >&2; exit 2 ;;
