@@ -2,12 +2,14 @@
 // docs' key list, and the helpers other modules use (lrSchedule, topology conversions).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 
+#include "algorithms/algorithm.h"
 #include "tests/unit/daemon/config_test_util.h"
 
 namespace gossip::daemon {
@@ -285,3 +287,21 @@ TEST_CASE("topology and weight conversions accept every name the config accepts"
 
 }  // namespace
 }  // namespace gossip::daemon
+
+// The config's name lists are a second copy of the algorithm factory's knowledge (the schema needs them
+// at compile time); this keeps the two from drifting apart.
+TEST_CASE("config algorithm names and the stateless list match the algorithm factory") {
+  const auto names = gossip::algo::algorithmNames();
+  CHECK(names.size() == gossip::daemon::kAlgorithmNames.size());
+  auto comp = gossip::compress::makeCompressor({.name = "fp32"});
+  for (auto name : gossip::daemon::kAlgorithmNames) {
+    INFO(name);
+    CHECK(std::find(names.begin(), names.end(), name) != names.end());
+    gossip::algo::AlgorithmParams p;
+    p.name = std::string(name);
+    const bool stateless = gossip::algo::makeAlgorithm(p, *comp, 0, gossip::training::Vec::Zero(2))->stateless();
+    const bool listed = std::find(gossip::daemon::kStatelessAlgorithms.begin(), gossip::daemon::kStatelessAlgorithms.end(), name) !=
+                        gossip::daemon::kStatelessAlgorithms.end();
+    CHECK(stateless == listed);
+  }
+}
