@@ -82,6 +82,11 @@ class Rng {
   // Independent child generator, e.g. one per node or per round.
   Rng split() { return Rng(next()); }
 
+  // The full generator state, for checkpoints: restoring it continues the exact same stream.
+  using State = std::array<std::uint64_t, 4>;
+  State state() const { return s_; }
+  void setState(const State& s) { s_ = s; }
+
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   std::array<std::uint64_t, 4> s_{};

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/bytes.h"
 #include "training/model.h"
 
 namespace gossip::training {
@@ -17,6 +18,15 @@ class GradientEstimator {
   virtual void reset() {}
   // Per-sample gradients evaluated so far (full passes included): the work measure for "epochs".
   virtual std::uint64_t sampleGradients() const { return 0; }
+
+  // Checkpoint state: everything that decides future estimates (RNG state, sampling cursor and
+  // permutation, LSVRG reference point and its gradient, SAGA memory, work counter). Restoring it into an
+  // estimator built with the same spec, model and rows continues bit-identically. loadState validates
+  // every length against this estimator's dimensions and throws DecodeError on a mismatch, leaving the
+  // estimator unchanged.
+  // Every estimator in training/ overrides both; the defaults serve test doubles that are never saved.
+  virtual void saveState(ByteWriter&) const { throw Error("this gradient estimator cannot be checkpointed"); }
+  virtual void loadState(ByteReader&) { throw Error("this gradient estimator cannot be checkpointed"); }
 };
 
 }  // namespace gossip::training

@@ -1,0 +1,2 @@
+#include "engine/checkpoint.h"
+// Implementation pending (helper B).

@@ -1,0 +1,2 @@
+#include "engine/frame.h"
+// Implementation pending (helper B).

@@ -1,0 +1,78 @@
+#pragma once
+// The wire frame (DESIGN.md §6): a fixed 52-byte little-endian header followed by the payload.
+//
+//   off size field
+//    0   4   magic "GSPD"
+//    4   1   version (kFrameVersion)
+//    5   1   kind (FrameKind)
+//    6   2   flags (0; reserved)
+//    8   4   sender id
+//   12   8   sender incarnation
+//   20   8   round
+//   28   4   mixing epoch
+//   32   8   per-link sequence number
+//   40   4   payload length in bytes
+//   44   4   crc32c of the payload
+//   48   4   crc32c of bytes 0..47 of the header
+//
+// Codec id and dimension are not repeated here: every model payload starts with the codec's own 8-byte
+// header (compressors/compressor.h) that carries both and is checked by the decoder. The payload checksum
+// is computed once per round and shared by every link's header (encode once for all neighbours); only the
+// per-link fields (sequence number) and the header checksum differ between links.
+//
+// decodeFrameHeader checks magic, version, kind, reserved flags, the header checksum and the payload length
+// limit before anything else looks at the frame; checkPayload then verifies the payload length and crc.
+// Every failure is a FrameError whose `reason` is a short stable label for counters ("bad_magic", ...).
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/bytes.h"
+#include "core/error.h"
+#include "core/types.h"
+
+namespace gossip::engine {
+
+inline constexpr std::uint32_t kFrameMagic = 0x44505347;  // "GSPD" read as little-endian u32
+inline constexpr std::uint8_t kFrameVersion = 1;
+inline constexpr std::size_t kFrameHeaderBytes = 52;
+// Largest payload accepted (and produced): 1 GiB, far above a 64M-parameter fp32 model.
+inline constexpr std::uint32_t kMaxPayloadBytes = 1u << 30;
+
+enum class FrameKind : std::uint8_t {
+  Model = 1,        // a round's algorithm message
+  EdgeOpen = 2,     // edge handshake: carries the sender's public state (fp64) for the new edge
+  StateRequest = 3, // a joiner asks a neighbour for its model
+  State = 4,        // model transfer (fp64 vector)
+  Ack = 5,          // per-link delivery acknowledgement (daemon)
+  Membership = 6,   // membership gossip (daemon)
+};
+bool validKind(std::uint8_t k);
+
+struct FrameHeader {
+  FrameKind kind = FrameKind::Model;
+  PeerId sender = 0;
+  Incarnation incarnation = 0;
+  Round round = 0;
+  std::uint32_t epoch = 0;
+  std::uint64_t seq = 0;
+  std::uint32_t payload_bytes = 0;
+  std::uint32_t payload_crc = 0;
+};
+
+struct FrameError : DecodeError {
+  FrameError(std::string reasonLabel, const std::string& detail)
+      : DecodeError("frame rejected (" + reasonLabel + "): " + detail), reason(std::move(reasonLabel)) {}
+  std::string reason;
+};
+
+// Fills h.payload_bytes and h.payload_crc from payload (call once per round; reuse h for every link).
+void sealPayload(FrameHeader& h, std::span<const std::byte> payload);
+// Writes the 52 header bytes (with the header checksum) into out (resized to kFrameHeaderBytes).
+void encodeFrameHeader(const FrameHeader& h, Bytes& out);
+// Parses and validates the first kFrameHeaderBytes of `bytes`; throws FrameError.
+FrameHeader decodeFrameHeader(std::span<const std::byte> bytes);
+// Checks that payload has exactly h.payload_bytes bytes and matches h.payload_crc; throws FrameError.
+void checkPayload(const FrameHeader& h, std::span<const std::byte> payload);
+
+}  // namespace gossip::engine
