@@ -1,0 +1,169 @@
+// Frame header codec: round trip, rejection of every single-bit flip and every truncation, payload checks,
+// and every reason label reachable (they feed per-reason drop counters, so each must be distinct).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "core/crc32c.h"
+#include "core/rng.h"
+#include "engine/frame.h"
+
+using namespace gossip;
+using namespace gossip::engine;
+
+namespace {
+
+FrameHeader randomHeader(Rng& rng) {
+  FrameHeader h;
+  h.kind = static_cast<FrameKind>(1 + rng.below(6));
+  h.sender = static_cast<PeerId>(rng.next());
+  h.incarnation = rng.next();
+  h.round = rng.next();
+  h.epoch = static_cast<std::uint32_t>(rng.next());
+  h.seq = rng.next();
+  h.payload_bytes = static_cast<std::uint32_t>(rng.below(kMaxPayloadBytes + 1ull));
+  h.payload_crc = static_cast<std::uint32_t>(rng.next());
+  return h;
+}
+
+bool same(const FrameHeader& a, const FrameHeader& b) {
+  return a.kind == b.kind && a.sender == b.sender && a.incarnation == b.incarnation && a.round == b.round &&
+         a.epoch == b.epoch && a.seq == b.seq && a.payload_bytes == b.payload_bytes &&
+         a.payload_crc == b.payload_crc;
+}
+
+// Overwrites a field and re-seals the header checksum, so a test reaches the check behind it.
+template <class T>
+void patch(Bytes& b, std::size_t off, T v) {
+  std::memcpy(b.data() + off, &v, sizeof v);
+  const std::uint32_t crc = crc32c(std::span<const std::byte>(b).first(48));
+  std::memcpy(b.data() + 48, &crc, 4);
+}
+
+std::string reasonOf(std::span<const std::byte> bytes) {
+  try {
+    decodeFrameHeader(bytes);
+  } catch (const FrameError& e) {
+    return e.reason;
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("frame header round trip") {
+  Rng rng(1);
+  Bytes buf;
+  for (int i = 0; i < 1000; ++i) {
+    const FrameHeader h = randomHeader(rng);
+    encodeFrameHeader(h, buf);
+    REQUIRE(buf.size() == kFrameHeaderBytes);
+    CHECK(same(decodeFrameHeader(buf), h));
+  }
+  // Layout spot checks against the documented offsets.
+  FrameHeader h;
+  h.kind = FrameKind::State;
+  h.sender = 0x01020304;
+  h.seq = 9;
+  encodeFrameHeader(h, buf);
+  CHECK(std::memcmp(buf.data(), "GSPD", 4) == 0);
+  CHECK(buf[4] == std::byte{kFrameVersion});
+  CHECK(buf[5] == std::byte{4});
+  CHECK(buf[8] == std::byte{4});
+  CHECK(buf[11] == std::byte{1});
+  CHECK(buf[32] == std::byte{9});
+  // Trailing bytes (the payload) are not part of the header.
+  buf.resize(100, std::byte{0x55});
+  CHECK(same(decodeFrameHeader(buf), h));
+}
+
+TEST_CASE("every single-bit flip of a header is rejected") {
+  Rng rng(2);
+  Bytes buf;
+  for (int i = 0; i < 20; ++i) {
+    encodeFrameHeader(randomHeader(rng), buf);
+    for (std::size_t bit = 0; bit < kFrameHeaderBytes * 8; ++bit) {
+      Bytes bad = buf;
+      bad[bit / 8] ^= std::byte(1u << (bit % 8));
+      CAPTURE(bit);
+      CHECK_THROWS_AS(decodeFrameHeader(bad), FrameError);
+    }
+  }
+}
+
+TEST_CASE("every truncation of a header is rejected as short") {
+  Rng rng(3);
+  Bytes buf;
+  encodeFrameHeader(randomHeader(rng), buf);
+  for (std::size_t n = 0; n < kFrameHeaderBytes; ++n)
+    CHECK(reasonOf(std::span<const std::byte>(buf).first(n)) == "short");
+}
+
+TEST_CASE("payload checks catch a wrong length and every single-bit flip") {
+  Rng rng(4);
+  Bytes payload(257);
+  for (auto& b : payload) b = std::byte(rng.below(256));
+  FrameHeader h;
+  sealPayload(h, payload);
+  CHECK(h.payload_bytes == payload.size());
+  CHECK_NOTHROW(checkPayload(h, payload));
+  for (std::size_t bit = 0; bit < payload.size() * 8; ++bit) {
+    Bytes bad = payload;
+    bad[bit / 8] ^= std::byte(1u << (bit % 8));
+    try {
+      checkPayload(h, bad);
+      FAIL("flip of bit " << bit << " accepted");
+    } catch (const FrameError& e) {
+      CHECK(e.reason == "bad_payload_crc");
+    }
+  }
+  try {
+    checkPayload(h, std::span<const std::byte>(payload).first(256));
+    FAIL("short payload accepted");
+  } catch (const FrameError& e) {
+    CHECK(e.reason == "length_mismatch");
+  }
+  // An empty payload seals and checks too (control frames).
+  FrameHeader e;
+  sealPayload(e, {});
+  CHECK_NOTHROW(checkPayload(e, {}));
+}
+
+TEST_CASE("every header reason label is reachable") {
+  FrameHeader h;
+  h.kind = FrameKind::Ack;
+  Bytes good;
+  encodeFrameHeader(h, good);
+  std::set<std::string> seen;
+  auto expect = [&](const Bytes& b, const std::string& reason) {
+    CHECK(reasonOf(b) == reason);
+    seen.insert(reasonOf(b));
+  };
+  expect(Bytes(good.begin(), good.begin() + 10), "short");
+  Bytes b = good;
+  patch<std::uint32_t>(b, 0, 0x12345678);
+  expect(b, "bad_magic");
+  b = good;
+  patch<std::uint8_t>(b, 4, 2);
+  expect(b, "bad_version");
+  for (std::uint8_t k : {0, 7, 255}) {
+    b = good;
+    patch<std::uint8_t>(b, 5, k);
+    expect(b, "bad_kind");
+  }
+  b = good;
+  patch<std::uint16_t>(b, 6, 1);
+  expect(b, "bad_flags");
+  b = good;
+  b[20] ^= std::byte{1};  // a field flip without re-sealing
+  expect(b, "bad_header_crc");
+  b = good;
+  patch<std::uint32_t>(b, 40, kMaxPayloadBytes + 1);
+  expect(b, "too_large");
+  b = good;
+  patch<std::uint32_t>(b, 40, kMaxPayloadBytes);
+  CHECK(reasonOf(b) == "accepted");
+  CHECK(seen.size() == 7);
+}
