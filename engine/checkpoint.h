@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
 
 #include "core/bytes.h"
 
