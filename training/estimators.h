@@ -49,6 +49,20 @@ class SampledEstimator : public GradientEstimator {
   // Exact local gradient over all rows.
   double fullGradient(const Vec& x, Vec& g);
 
+  // Checkpoint state shared by every estimator: the kind tag, RNG, permutation and work counter.
+  // Subclasses call saveShared first; loadShared parses and validates into a SharedState without
+  // touching the estimator, and commitShared installs it once the subclass has parsed its own part too.
+  struct SharedState {
+    Rng::State rng{};
+    std::vector<std::uint32_t> perm;
+    std::uint64_t evaluated = 0;
+  };
+  void saveShared(ByteWriter& w, std::uint32_t tag) const;
+  SharedState loadShared(ByteReader& r, std::uint32_t tag, const char* kind) const;
+  void commitShared(SharedState&& s) noexcept;
+  // A state vector of this model's dimension.
+  Vec getDimVec(ByteReader& r, const char* what) const;
+
   const Model& model_;
   const Dataset& data_;
   std::vector<std::uint32_t> rows_;
@@ -65,12 +79,16 @@ class FullGradientEstimator final : public SampledEstimator {
  public:
   using SampledEstimator::SampledEstimator;
   double estimate(const Vec& x, Vec& g) override { return fullGradient(x, g); }
+  void saveState(ByteWriter& w) const override;
+  void loadState(ByteReader& r) override;
 };
 
 class SgdEstimator final : public SampledEstimator {
  public:
   using SampledEstimator::SampledEstimator;
   double estimate(const Vec& x, Vec& g) override;
+  void saveState(ByteWriter& w) const override;
+  void loadState(ByteReader& r) override;
 };
 
 // g = grad f_B(x) - grad f_B(w) + mu with mu = grad f_i(w); after use, w <- x with probability p.
@@ -80,6 +98,8 @@ class LsvrgEstimator final : public SampledEstimator {
                  double p, std::uint64_t seed);
   double estimate(const Vec& x, Vec& g) override;
   void reset() override { has_ref_ = false; }
+  void saveState(ByteWriter& w) const override;
+  void loadState(ByteReader& r) override;
 
  private:
   double p_;
@@ -96,6 +116,8 @@ class SagaTableEstimator final : public SampledEstimator {
   using SampledEstimator::SampledEstimator;
   double estimate(const Vec& x, Vec& g) override;
   void reset() override { ready_ = false; }
+  void saveState(ByteWriter& w) const override;
+  void loadState(ByteReader& r) override;
 
  private:
   void initialize(const Vec& x);
@@ -112,6 +134,8 @@ class SagaScalarEstimator final : public SampledEstimator {
                       std::size_t batch, std::uint64_t seed);
   double estimate(const Vec& x, Vec& g) override;
   void reset() override { ready_ = false; }
+  void saveState(ByteWriter& w) const override;
+  void loadState(ByteReader& r) override;
 
  private:
   const LinearModel& linear_;
