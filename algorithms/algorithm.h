@@ -30,6 +30,9 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "core/bytes.h"
+#include "core/error.h"
+#include "core/rng.h"
 #include "core/types.h"
 #include "topology/topology.h"
 #include "training/dataset.h"
@@ -38,10 +41,30 @@ namespace gossip::algo {
 
 using training::Vec;
 
-// One neighbour's message for this round, as it came off the wire (codec payload bytes).
+// One neighbour's message for this round, as it came off the wire (codec payload bytes). incarnation is the
+// sender's incarnation as stated by the transport; replica methods reject a mismatch with the edge's.
 struct Incoming {
   PeerId from;
+  Incarnation incarnation = 0;
   std::span<const std::byte> payload;
+};
+
+// Identifies one edge: a neighbour in one of its lives. A restarted neighbour is a different edge, so
+// stale state can never be mixed with the new life's messages.
+struct EdgeKey {
+  PeerId id = 0;
+  Incarnation incarnation = 0;
+  auto operator<=>(const EdgeKey&) const = default;
+};
+
+// A neighbour's message that cannot be applied (decode error, wrong dimension or codec, non-finite
+// values, wrong incarnation). apply() throws it with the node's state unchanged, so the runtime can
+// drop or re-request that message and retry the round.
+struct RejectedMessage : ProtocolError {
+  RejectedMessage(PeerId f, std::string why)
+      : ProtocolError("message from " + std::to_string(f) + " rejected: " + why), from(f), reason(std::move(why)) {}
+  PeerId from;
+  std::string reason;
 };
 
 struct AlgorithmParams {
@@ -52,7 +75,15 @@ struct AlgorithmParams {
   double l1 = 0.0;             // R(x) = l1 ||x||_1, applied as a proximal step with threshold lr * l1
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
   std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)
+  Incarnation incarnation = 0; // this node's life; a restart must not replay its previous life's streams
 };
+
+// Seed of node `self`'s randomness in round t. Incarnation 0 keeps the historical stream exactly (results of
+// existing runs do not change); later incarnations get a disjoint stream so a restarted node does not reuse
+// the compressor randomness of its previous life.
+inline std::uint64_t roundSeed(std::uint64_t seed, PeerId self, Incarnation inc, Round t) {
+  return inc == 0 ? deriveSeed({seed, self, t}) : deriveSeed({seed, self, t, 0x1AC0ull, inc});
+}
 
 class Algorithm {
  public:
@@ -82,10 +113,21 @@ class Algorithm {
   // (CHOCO: x_hat_i; LEAD: h_i). Empty for stateless methods.
   virtual std::vector<double> publicState() const { return {}; }
   // Creates the edge state for neighbour j, given j's publicState() (empty for stateless methods).
-  virtual void addEdge(PeerId /*j*/, std::span<const double> /*neighbourPublic*/) {}
-  // Drops all state of the edge to j. Calling it for an unknown j is a no-op.
-  virtual void dropEdge(PeerId /*j*/) {}
+  // ProtocolError if any edge to j.id exists: a restarted neighbour is dropEdge(old) + addEdge(new), never
+  // an overwrite (an overwrite would leave the old edge's dual share inside d_i).
+  virtual void addEdge(EdgeKey /*j*/, std::span<const double> /*neighbourPublic*/) {}
+  // Drops the edge only if its key matches exactly (a late drop of an old life must not kill the new
+  // edge). An unknown key is a no-op.
+  virtual void dropEdge(EdgeKey /*j*/) {}
+  // Current edges, sorted. Stateless methods keep none.
+  virtual std::vector<EdgeKey> edges() const { return {}; }
   virtual std::size_t edgeCount() const { return 0; }
+
+  // Checkpoint of everything that matters between rounds (after apply, before the next prepare). Each
+  // algorithm writes its own tag so another algorithm's state is refused. load validates every dimension,
+  // throws DecodeError on a mismatch and leaves the object unchanged on failure.
+  virtual void save(ByteWriter& w) const = 0;
+  virtual void load(ByteReader& r) = 0;
 
   // Sum of the edge-decomposed dual d_i (LEAD family), for invariant checks; empty otherwise.
   virtual const Vec* dual() const { return nullptr; }

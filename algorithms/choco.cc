@@ -2,8 +2,12 @@
 
 #include "algorithms/mixing.h"
 #include "algorithms/prox.h"
+#include "training/state_io.h"
 
 namespace gossip::algo {
+namespace {
+constexpr std::uint32_t kChocoTag = serial::fourcc("CHOC");
+}
 
 Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
     : p_(p), c_(c), self_(self), hat_(Vec::Zero(x0.size())), scratch_(Vec::Zero(x0.size())) {
@@ -14,28 +18,28 @@ Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId sel
 void Choco::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   x_ -= lr * g;  // x_half
   scratch_ = x_ - hat_;
-  Rng rng(deriveSeed({p_.seed, self_, t}));
+  Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(scratch_), rng, out);
   detail::decodeAdd(c_, out.view(), hat_, 1.0);  // xhat_i += q_i, exactly as receivers will see it
   lr_ = lr;
 }
 
 void Choco::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
-  if (row.neighbors.size() != edges_.size())
-    throw ProtocolError("choco: round has " + std::to_string(row.neighbors.size()) + " neighbours but " +
-                        std::to_string(edges_.size()) + " edges");
+  // Validation pass: nothing below may throw once a replica has been touched.
+  detail::validateReplicaRound(
+      "choco", c_, msgs, row, edges_.size(),
+      [this](PeerId j) -> std::optional<Incarnation> {
+        auto e = edges_.find(j);
+        if (e == edges_.end()) return std::nullopt;
+        return e->second.incarnation;
+      },
+      scratch_);
   // First bring every replica up to date, then mix with the updated hats.
-  for (const auto& [j, w] : row.neighbors) {
-    auto e = edges_.find(j);
-    if (e == edges_.end()) throw ProtocolError("choco: no edge state for neighbour " + std::to_string(j));
-    auto m = detail::findMessage(msgs, j);
-    if (!m) throw ProtocolError("choco: missing message from neighbour " + std::to_string(j));
-    detail::decodeAdd(c_, *m, e->second, 1.0);
-  }
+  for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
   scratch_.setZero();
   double total = 0.0;
   for (const auto& [j, w] : row.neighbors) {
-    scratch_ += w * edges_.at(j);
+    scratch_ += w * edges_.at(j).hat;
     total += w;
   }
   x_ += p_.gamma * (scratch_ - total * hat_);
@@ -44,10 +48,57 @@ void Choco::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
 
 std::vector<double> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
 
-void Choco::addEdge(PeerId j, std::span<const double> pub) {
+void Choco::addEdge(EdgeKey j, std::span<const double> pub) {
+  if (edges_.count(j.id))
+    throw ProtocolError("choco: an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
   if (pub.size() != static_cast<std::size_t>(hat_.size()))
     throw ProtocolError("choco: neighbour public state has wrong dimension");
-  edges_[j] = Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()));
+  edges_[j.id] = Edge{j.incarnation, Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()))};
+}
+
+void Choco::dropEdge(EdgeKey j) {
+  auto it = edges_.find(j.id);
+  if (it != edges_.end() && it->second.incarnation == j.incarnation) edges_.erase(it);
+}
+
+std::vector<EdgeKey> Choco::edges() const {
+  std::vector<EdgeKey> k;
+  for (const auto& [id, e] : edges_) k.push_back({id, e.incarnation});
+  return k;
+}
+
+// x, x_hat and every replica with its key; scratch_ and lr_ are rebuilt by prepare.
+void Choco::save(ByteWriter& w) const {
+  serial::putTag(w, kChocoTag);
+  training::putVec(w, x_);
+  training::putVec(w, hat_);
+  w.put<std::uint64_t>(edges_.size());
+  for (const auto& [id, e] : edges_) {
+    w.put<std::uint32_t>(id);
+    w.put<std::uint64_t>(e.incarnation);
+    training::putVec(w, e.hat);
+  }
+}
+
+void Choco::load(ByteReader& r) {
+  serial::expectTag(r, kChocoTag, "choco state");
+  const auto n = x_.size();
+  Vec x(n), hat(n);
+  training::getVecInto(r, x, "choco x");
+  training::getVecInto(r, hat, "choco x_hat");
+  // Each edge takes at least its id, incarnation and a vector length.
+  const std::size_t count = serial::getCount(r, 4 + 8 + 8);
+  std::map<PeerId, Edge> edges;
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto id = r.get<std::uint32_t>();
+    Edge e{r.get<std::uint64_t>(), Vec(n)};
+    training::getVecInto(r, e.hat, "choco replica");
+    if (!edges.empty() && id <= edges.rbegin()->first) throw DecodeError("choco state: edge ids not strictly increasing");
+    edges.emplace(id, std::move(e));
+  }
+  x_.swap(x);
+  hat_.swap(hat);
+  edges_.swap(edges);
 }
 
 }  // namespace gossip::algo

@@ -18,16 +18,23 @@ class Choco final : public Algorithm {
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::vector<double> publicState() const override;
-  void addEdge(PeerId j, std::span<const double> neighbourPublic) override;
-  void dropEdge(PeerId j) override { edges_.erase(j); }
+  void addEdge(EdgeKey j, std::span<const double> neighbourPublic) override;
+  void dropEdge(EdgeKey j) override;
+  std::vector<EdgeKey> edges() const override;
   std::size_t edgeCount() const override { return edges_.size(); }
+  void save(ByteWriter& w) const override;
+  void load(ByteReader& r) override;
 
  private:
+  struct Edge {
+    Incarnation incarnation = 0;  // the neighbour's life this replica belongs to
+    Vec hat;                      // replica of its xhat_j
+  };
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
   Vec hat_;                       // xhat_i, this node's public copy (what neighbours replicate)
-  std::map<PeerId, Vec> edges_;   // neighbour id -> replica of its xhat_j
+  std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
   Vec scratch_;
   double lr_ = 0;
 };

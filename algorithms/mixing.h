@@ -3,6 +3,8 @@
 // neighbour list against the messages that actually arrived.
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "algorithms/algorithm.h"
 #include "core/error.h"
@@ -10,9 +12,13 @@
 namespace gossip::algo::detail {
 
 // The message from `from` in msgs, if any.
-inline std::optional<std::span<const std::byte>> findMessage(std::span<const Incoming> msgs, PeerId from) {
+inline const Incoming* findIncoming(std::span<const Incoming> msgs, PeerId from) {
   for (const auto& m : msgs)
-    if (m.from == from) return m.payload;
+    if (m.from == from) return &m;
+  return nullptr;
+}
+inline std::optional<std::span<const std::byte>> findMessage(std::span<const Incoming> msgs, PeerId from) {
+  if (const Incoming* m = findIncoming(msgs, from)) return m->payload;
   return std::nullopt;
 }
 
@@ -24,6 +30,38 @@ inline void decodeInto(const compress::Compressor& c, std::span<const std::byte>
 
 inline void decodeAdd(const compress::Compressor& c, std::span<const std::byte> payload, Vec& acc, double scale) {
   c.decodeAdd(payload, std::span<double>(acc.data(), static_cast<std::size_t>(acc.size())), scale);
+}
+
+// acc += scale * decode(m), with a decode failure reported as RejectedMessage naming the sender. The codecs
+// validate the whole payload before touching acc, so acc is unchanged when this throws.
+inline void decodeAddFrom(const compress::Compressor& c, const Incoming& m, Vec& acc, double scale) {
+  try {
+    decodeAdd(c, m.payload, acc, scale);
+  } catch (const DecodeError& e) {
+    throw RejectedMessage(m.from, e.what());
+  }
+}
+
+// Validation pass of the replica methods: the message of every neighbour of the row must be present
+// (ProtocolError otherwise), come from the edge's incarnation and decode (RejectedMessage otherwise).
+// `edgeInc(j)` returns the incarnation of the edge to j or nullopt if there is none. Touches only scratch.
+template <class EdgeInc>
+void validateReplicaRound(std::string_view who, const compress::Compressor& c, std::span<const Incoming> msgs,
+                          const topology::MixingRow& row, std::size_t edgeCount, EdgeInc edgeInc, Vec& scratch) {
+  if (row.neighbors.size() != edgeCount)
+    throw ProtocolError(std::string(who) + ": round has " + std::to_string(row.neighbors.size()) +
+                        " neighbours but " + std::to_string(edgeCount) + " edges");
+  for (const auto& [j, w] : row.neighbors) {
+    const std::optional<Incarnation> inc = edgeInc(j);
+    if (!inc) throw ProtocolError(std::string(who) + ": no edge state for neighbour " + std::to_string(j));
+    const Incoming* m = findIncoming(msgs, j);
+    if (!m) throw ProtocolError(std::string(who) + ": missing message from neighbour " + std::to_string(j));
+    if (m->incarnation != *inc)
+      throw RejectedMessage(j, "incarnation " + std::to_string(m->incarnation) + " but the edge is to incarnation " +
+                                   std::to_string(*inc));
+    scratch.setZero();
+    decodeAddFrom(c, *m, scratch, 1.0);
+  }
 }
 
 inline std::span<const double> view(const Vec& v) { return {v.data(), static_cast<std::size_t>(v.size())}; }

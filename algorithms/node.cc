@@ -2,8 +2,12 @@
 
 #include "algorithms/prox.h"
 #include "core/error.h"
+#include "core/serial.h"
 
 namespace gossip::algo {
+namespace {
+constexpr std::uint32_t kNodeTag = serial::fourcc("NODE");
+}
 
 Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<training::GradientEstimator> estimator,
            NodeSchedule schedule)
@@ -16,6 +20,19 @@ double Node::gradient() {
   return est_->estimate(algo_->x(), g_);
 }
 
+// A too large step makes the iterates blow up; without this check the first symptom is an encoder or
+// decoder error far from the cause. Diverging is a configuration problem, hence a ConfigError subtype.
+void Node::diverged(Round t, const char* what) const {
+  std::string msg = "training diverged at round " + std::to_string(t) + ": " + what + "; lower algorithm.lr";
+  if (algo_->name() == "choco") msg += " or algorithm.gamma";
+  throw DivergedError(msg);
+}
+
+void Node::checkFinite(Round t) const {
+  if (!algo_->x().allFinite()) diverged(t, "the model became non-finite");
+  if (!g_.allFinite()) diverged(t, "the gradient became non-finite");
+}
+
 void Node::beginRound(Round t, compress::Encoded& out) {
   const double lr = sched_.lr(t);
   double lossSum = 0.0;
@@ -23,23 +40,61 @@ void Node::beginRound(Round t, compress::Encoded& out) {
   if (algo_->needsStartStep()) {
     lossSum += gradient();
     ++calls;
+    checkFinite(t);
     algo_->startStep(g_, lr);
   }
   const unsigned steps = std::max(1u, sched_.localSteps(t));
   for (unsigned s = 1; s < steps; ++s) {
     lossSum += gradient();
     ++calls;
+    checkFinite(t);
     algo_->x() -= lr * g_;
     proxL1(algo_->x(), lr * sched_.l1);
   }
   lossSum += gradient();
   ++calls;
+  checkFinite(t);
   lastLoss_ = lossSum / calls;
-  algo_->prepare(t, g_, lr, out);
+  try {
+    algo_->prepare(t, g_, lr, out);
+  } catch (const DecodeError&) {
+    // Our own freshly encoded message cannot fail to decode unless its values left the codec's finite
+    // range (e.g. a finite double above the fp32 maximum).
+    diverged(t, "the model left the range the compressor can encode");
+  }
 }
 
 void Node::endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   algo_->apply(t, msgs, row);
+}
+
+void Node::save(ByteWriter& w) const {
+  serial::putTag(w, kNodeTag);
+  w.put<std::uint64_t>(gradCalls_);
+  w.put<double>(lastLoss_);
+  algo_->save(w);
+  est_->saveState(w);
+}
+
+void Node::load(ByteReader& r) {
+  serial::expectTag(r, kNodeTag, "node state");
+  const auto calls = r.get<std::uint64_t>();
+  const auto loss = r.get<double>();
+  // The algorithm and the estimator each load transactionally; keep the algorithm's old state so a failure
+  // in the estimator's part can undo the algorithm's commit.
+  Bytes backup;
+  ByteWriter bw(backup);
+  algo_->save(bw);
+  algo_->load(r);
+  try {
+    est_->loadState(r);
+  } catch (...) {
+    ByteReader br(backup, "node backup");
+    algo_->load(br);
+    throw;
+  }
+  gradCalls_ = calls;
+  lastLoss_ = loss;
 }
 
 }  // namespace gossip::algo

@@ -37,8 +37,16 @@ class Node {
   double lastLoss() const { return lastLoss_; }
   std::uint64_t gradientCalls() const { return gradCalls_; }
 
+  // Checkpoint between rounds: algorithm state, estimator state, gradient-call counter and last loss.
+  // load throws DecodeError (or the estimator's error) and leaves the node unchanged on failure.
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r);
+
  private:
   double gradient();
+  // Throws DivergedError if the model or the last gradient has a non-finite entry.
+  void checkFinite(Round t) const;
+  [[noreturn]] void diverged(Round t, const char* what) const;
   PeerId id_;
   std::unique_ptr<Algorithm> algo_;
   std::unique_ptr<training::GradientEstimator> est_;

@@ -2,8 +2,12 @@
 
 #include "algorithms/mixing.h"
 #include "algorithms/prox.h"
+#include "training/state_io.h"
 
 namespace gossip::algo {
+namespace {
+constexpr std::uint32_t kPrimalDualTag = serial::fourcc("PDUL");
+}
 
 PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
                        const Vec& x0, std::unique_ptr<compress::Compressor> owned)
@@ -26,21 +30,22 @@ void PrimalDual::prepare(Round t, const Vec& g, double lr, compress::Encoded& ou
   eta_ = lr;
   step_ = lr * g;
   scratch_ = x_ - step_ - lr * d_ - h_;  // y_i - h_i
-  Rng rng(deriveSeed({p_.seed, self_, t}));
+  Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(scratch_), rng, out);
   yhat_ = h_;
   detail::decodeAdd(c_, out.view(), yhat_, 1.0);  // yhat_i = h_i + q_i, bit-identical at the receivers
 }
 
 void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
-  if (row.neighbors.size() != edges_.size())
-    throw ProtocolError(name_ + ": round has " + std::to_string(row.neighbors.size()) + " neighbours but " +
-                        std::to_string(edges_.size()) + " edges");
-  // Validate first so a missing message leaves the state untouched.
-  for (const auto& [j, w] : row.neighbors) {
-    if (!edges_.count(j)) throw ProtocolError(name_ + ": no edge state for neighbour " + std::to_string(j));
-    if (!detail::findMessage(msgs, j)) throw ProtocolError(name_ + ": missing message from " + std::to_string(j));
-  }
+  // Validate first (presence, incarnation, decodability) so a bad round leaves the state untouched.
+  detail::validateReplicaRound(
+      name_, c_, msgs, row, edges_.size(),
+      [this](PeerId j) -> std::optional<Incarnation> {
+        auto e = edges_.find(j);
+        if (e == edges_.end()) return std::nullopt;
+        return e->second.incarnation;
+      },
+      scratch_);
   const double dualStep = p_.gamma / (2.0 * eta_);
   const double a = p_.alpha;
   for (const auto& [j, w] : row.neighbors) {
@@ -60,20 +65,77 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
 
 std::vector<double> PrimalDual::publicState() const { return {h_.data(), h_.data() + h_.size()}; }
 
-void PrimalDual::addEdge(PeerId j, std::span<const double> pub) {
+void PrimalDual::addEdge(EdgeKey j, std::span<const double> pub) {
+  // An overwrite would leave the old e_ij inside d_i and break sum_i d_i = 0.
+  if (edges_.count(j.id))
+    throw ProtocolError(name_ + ": an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
   if (pub.size() != static_cast<std::size_t>(h_.size()))
     throw ProtocolError(name_ + ": neighbour public state has wrong dimension");
   Edge e;
+  e.incarnation = j.incarnation;
   e.h = Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()));
   e.e = Vec::Zero(h_.size());
-  edges_[j] = std::move(e);
+  edges_[j.id] = std::move(e);
 }
 
-void PrimalDual::dropEdge(PeerId j) {
-  auto it = edges_.find(j);
-  if (it == edges_.end()) return;
+void PrimalDual::dropEdge(EdgeKey j) {
+  auto it = edges_.find(j.id);
+  if (it == edges_.end() || it->second.incarnation != j.incarnation) return;
   d_ -= it->second.e;  // the edge's dual share leaves with the edge (its mirror leaves at the other end)
   edges_.erase(it);
+}
+
+std::vector<EdgeKey> PrimalDual::edges() const {
+  std::vector<EdgeKey> k;
+  for (const auto& [id, e] : edges_) k.push_back({id, e.incarnation});
+  return k;
+}
+
+// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, step_, scratch_ and eta_ are rebuilt by prepare.
+// The name is saved too: lead and prox_lead share the layout but not the parameters.
+void PrimalDual::save(ByteWriter& w) const {
+  serial::putTag(w, kPrimalDualTag);
+  serial::putString(w, name_);
+  w.put<std::uint8_t>(started_ ? 1 : 0);
+  training::putVec(w, x_);
+  training::putVec(w, d_);
+  training::putVec(w, h_);
+  w.put<std::uint64_t>(edges_.size());
+  for (const auto& [id, e] : edges_) {
+    w.put<std::uint32_t>(id);
+    w.put<std::uint64_t>(e.incarnation);
+    training::putVec(w, e.h);
+    training::putVec(w, e.e);
+  }
+}
+
+void PrimalDual::load(ByteReader& r) {
+  serial::expectTag(r, kPrimalDualTag, (name_ + " state").c_str());
+  const std::string name = serial::getString(r);
+  if (name != name_) throw DecodeError("state of algorithm '" + name + "' cannot be loaded into " + name_);
+  const auto started = r.get<std::uint8_t>();
+  if (started > 1) throw DecodeError(name_ + " state: bad started flag");
+  const auto n = x_.size();
+  Vec x(n), d(n), h(n);
+  training::getVecInto(r, x, "primal-dual x");
+  training::getVecInto(r, d, "primal-dual d");
+  training::getVecInto(r, h, "primal-dual h");
+  const std::size_t count = serial::getCount(r, 4 + 8 + 8 + 8);  // id, incarnation, two vector lengths
+  std::map<PeerId, Edge> edges;
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto id = r.get<std::uint32_t>();
+    Edge e{r.get<std::uint64_t>(), Vec(n), Vec(n)};
+    training::getVecInto(r, e.h, "primal-dual edge h");
+    training::getVecInto(r, e.e, "primal-dual edge e");
+    if (!edges.empty() && id <= edges.rbegin()->first)
+      throw DecodeError(name_ + " state: edge ids not strictly increasing");
+    edges.emplace(id, std::move(e));
+  }
+  started_ = started == 1;
+  x_.swap(x);
+  d_.swap(d);
+  h_.swap(h);
+  edges_.swap(edges);
 }
 
 }  // namespace gossip::algo

@@ -35,13 +35,17 @@ class PrimalDual final : public Algorithm {
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::vector<double> publicState() const override;
-  void addEdge(PeerId j, std::span<const double> neighbourPublic) override;
-  void dropEdge(PeerId j) override;
+  void addEdge(EdgeKey j, std::span<const double> neighbourPublic) override;
+  void dropEdge(EdgeKey j) override;
+  std::vector<EdgeKey> edges() const override;
   std::size_t edgeCount() const override { return edges_.size(); }
   const Vec* dual() const override { return &d_; }
+  void save(ByteWriter& w) const override;
+  void load(ByteReader& r) override;
 
  private:
   struct Edge {
+    Incarnation incarnation = 0;  // the neighbour's life this edge belongs to
     Vec h;  // replica of the neighbour's reference h_j
     Vec e;  // this node's share of the dual on this edge, e_ij = -e_ji
   };
@@ -52,7 +56,7 @@ class PrimalDual final : public Algorithm {
   PeerId self_;
   bool started_ = false;
   Vec d_, h_, yhat_, step_, scratch_;
-  std::map<PeerId, Edge> edges_;
+  std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
   double eta_ = 0;
 };
 

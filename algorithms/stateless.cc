@@ -2,16 +2,21 @@
 
 #include "algorithms/mixing.h"
 #include "algorithms/prox.h"
+#include "training/state_io.h"
 
 namespace gossip::algo {
+namespace {
+constexpr std::uint32_t kDpsgdTag = serial::fourcc("DPSG");
+constexpr std::uint32_t kDeepSqueezeTag = serial::fourcc("DSQZ");
+}  // namespace
 
 Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), own_(Vec::Zero(x0.size())), step_(Vec::Zero(x0.size())) {
+    : p_(p), c_(c), self_(self), acc_(Vec::Zero(x0.size())), own_(Vec::Zero(x0.size())), step_(Vec::Zero(x0.size())) {
   x_ = x0;
 }
 
 void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  Rng rng(deriveSeed({p_.seed, self_, t}));
+  Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(x_), rng, out);
   detail::decodeInto(c_, out.view(), own_);
   step_ = lr * g;
@@ -19,43 +24,82 @@ void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
 }
 
 void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
-  // Missing neighbours fold their weight into the self weight (replace-with-own).
+  // Missing neighbours fold their weight into the self weight (replace-with-own). The neighbour sum is
+  // built in acc_ (same operations as before, in the same order) and only swapped in once all decoded.
   double selfWeight = row.self;
-  x_.setZero();
+  acc_.setZero();
   for (const auto& [j, w] : row.neighbors) {
-    if (auto m = detail::findMessage(msgs, j))
-      detail::decodeAdd(c_, *m, x_, w);
+    if (const Incoming* m = detail::findIncoming(msgs, j))
+      detail::decodeAddFrom(c_, *m, acc_, w);
     else
       selfWeight += w;
   }
+  x_.swap(acc_);
   x_ += selfWeight * own_ - step_;
   proxL1(x_, lr_ * p_.l1);
 }
 
+// Between rounds D-PSGD's only state is x (own_, step_ and lr_ are rebuilt by prepare).
+void Dpsgd::save(ByteWriter& w) const {
+  serial::putTag(w, kDpsgdTag);
+  training::putVec(w, x_);
+}
+
+void Dpsgd::load(ByteReader& r) {
+  serial::expectTag(r, kDpsgdTag, "dpsgd state");
+  Vec x(x_.size());
+  training::getVecInto(r, x, "dpsgd x");
+  x_.swap(x);
+}
+
 DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), ef_(c, static_cast<std::uint32_t>(x0.size()), p.beta), own_(Vec::Zero(x0.size())) {
+    : p_(p),
+      c_(c),
+      self_(self),
+      ef_(c, static_cast<std::uint32_t>(x0.size()), p.beta),
+      acc_(Vec::Zero(x0.size())),
+      own_(Vec::Zero(x0.size())) {
   if (!(p.eta > 0.0 && p.eta <= 1.0)) throw ConfigError("algorithm.eta must be in (0, 1] for deepsqueeze");
   x_ = x0;
 }
 
 void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   x_ -= lr * g;  // x_half
-  Rng rng(deriveSeed({p_.seed, self_, t}));
+  Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   // v = x_half + delta; c = C(v) into out and own_; delta updated.
   ef_.compress(detail::view(x_), rng, out, std::span<double>(own_.data(), static_cast<std::size_t>(own_.size())));
   lr_ = lr;
 }
 
 void DeepSqueeze::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+  // Accumulate into a copy of x_half and commit only when every message decoded.
+  acc_ = x_;
   double present = 0.0;
   for (const auto& [j, w] : row.neighbors) {
-    if (auto m = detail::findMessage(msgs, j)) {
-      detail::decodeAdd(c_, *m, x_, p_.eta * w);
+    if (const Incoming* m = detail::findIncoming(msgs, j)) {
+      detail::decodeAddFrom(c_, *m, acc_, p_.eta * w);
       present += w;
     }
   }
+  x_.swap(acc_);
   x_ -= (p_.eta * present) * own_;
   proxL1(x_, lr_ * p_.l1);
+}
+
+void DeepSqueeze::save(ByteWriter& w) const {
+  serial::putTag(w, kDeepSqueezeTag);
+  training::putVec(w, x_);
+  serial::putArray(w, ef_.memory());
+}
+
+void DeepSqueeze::load(ByteReader& r) {
+  serial::expectTag(r, kDeepSqueezeTag, "deepsqueeze state");
+  Vec x(x_.size());
+  training::getVecInto(r, x, "deepsqueeze x");
+  std::vector<double> mem(ef_.memory().size());
+  serial::getArrayInto(r, std::span<double>(mem), "deepsqueeze error memory");
+  ef_.setMemory(mem);
+  x_.swap(x);
 }
 
 }  // namespace gossip::algo

@@ -17,11 +17,14 @@ class Dpsgd final : public Algorithm {
   bool stateless() const override { return true; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
+  void save(ByteWriter& w) const override;
+  void load(ByteReader& r) override;
 
  private:
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
+  Vec acc_;      // neighbour sum, built aside so a rejected message leaves x untouched
   Vec own_;      // decode of this node's own message
   Vec step_;     // lr * g, saved from prepare
   double lr_ = 0;
@@ -38,12 +41,15 @@ class DeepSqueeze final : public Algorithm {
   bool stateless() const override { return true; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
+  void save(ByteWriter& w) const override;
+  void load(ByteReader& r) override;
 
  private:
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
   compress::ErrorFeedback ef_;  // owns the error memory delta
+  Vec acc_;                     // next x, built aside so a rejected message leaves x untouched
   Vec own_;                     // c_i, decode of own message
   double lr_ = 0;
 };

@@ -41,6 +41,8 @@ class Fp32 final : public detail::CodecBase<Fp32> {
   GOSSIP_VECTOR_CLONES void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
     ByteReader r(p, "fp32 payload");
     const auto h = detail::readHeader(r, codec(), acc.size());
+    // fp32 has no parameter; accepting any value would let a corrupted header pass as valid.
+    if (h.param != 0) throw DecodeError("fp32 payload: unexpected header param " + std::to_string(h.param));
     auto body = r.take(4ull * h.dim);
     r.expectEnd();
     const std::byte* src = body.data();

@@ -20,6 +20,11 @@ void ErrorFeedback::compress(std::span<const double> x, Rng& rng, Encoded& out, 
   for (std::size_t i = 0; i < x.size(); ++i) memory_[i] = (1.0 - beta_) * memory_[i] + beta_ * (p_[i] - decoded[i]);
 }
 
+void ErrorFeedback::setMemory(std::span<const double> m) {
+  GOSSIP_CHECK(m.size() == memory_.size());
+  std::copy(m.begin(), m.end(), memory_.begin());
+}
+
 void ErrorFeedback::reset() { std::fill(memory_.begin(), memory_.end(), 0.0); }
 
 }  // namespace gossip::compress

@@ -24,6 +24,8 @@ class ErrorFeedback {
   void compress(std::span<const double> x, Rng& rng, Encoded& out, std::span<double> decoded);
 
   std::span<const double> memory() const { return memory_; }
+  // Restores a checkpointed memory; m.size() must equal the dimension.
+  void setMemory(std::span<const double> m);
   void reset();
 
  private:

@@ -20,6 +20,10 @@ struct Error : std::runtime_error {
 struct ConfigError : Error {
   using Error::Error;
 };
+// Training diverged (non-finite model or gradient): a configuration problem (step size), so exit code 2.
+struct DivergedError : ConfigError {
+  using ConfigError::ConfigError;
+};
 struct DataError : Error {
   using Error::Error;
 };

@@ -96,16 +96,16 @@ void Simulator::rewire() {
   // Both ends of a changed edge act in the same step, as the daemon's edge handshake guarantees.
   for (const auto& e : edges_)
     if (!std::binary_search(want.begin(), want.end(), e)) {
-      if (auto a = nodes_.find(e.first); a != nodes_.end()) a->second->algorithm().dropEdge(e.second);
-      if (auto b = nodes_.find(e.second); b != nodes_.end()) b->second->algorithm().dropEdge(e.first);
+      if (auto a = nodes_.find(e.first); a != nodes_.end()) a->second->algorithm().dropEdge(algo::EdgeKey{e.second, 0});
+      if (auto b = nodes_.find(e.second); b != nodes_.end()) b->second->algorithm().dropEdge(algo::EdgeKey{e.first, 0});
     }
   for (const auto& e : want)
     if (!std::binary_search(edges_.begin(), edges_.end(), e)) {
       auto& a = nodes_.at(e.first)->algorithm();
       auto& b = nodes_.at(e.second)->algorithm();
       const auto pa = a.publicState(), pb = b.publicState();
-      a.addEdge(e.second, pb);
-      b.addEdge(e.first, pa);
+      a.addEdge(algo::EdgeKey{e.second, 0}, pb);
+      b.addEdge(algo::EdgeKey{e.first, 0}, pa);
     }
   edges_ = std::move(want);
 }
@@ -148,7 +148,7 @@ void Simulator::exchange(Round t) {
         ++dropped;
         continue;
       }
-      msgs.push_back({j, outbox_.at(j).view()});
+      msgs.push_back({j, 0, outbox_.at(j).view()});
     }
     node.endRound(t, msgs, row);
     if (dropped) {

@@ -36,6 +36,27 @@ class MiniNet {
     rewire();
   }
 
+  // Restarts node i in place as a new incarnation: its neighbours drop the edge to the old life and add one
+  // to the new life, as the runtime does for a restarted peer. Rows do not change.
+  void restart(PeerId i, Incarnation inc, std::unique_ptr<algo::Node> fresh) {
+    const Incarnation old = incarnation(i);
+    for (const auto& [j, w] : rows_.at(i).neighbors) nodes_.at(j)->algorithm().dropEdge({i, old});
+    nodes_[i] = std::move(fresh);
+    inc_[i] = inc;
+    auto& a = nodes_.at(i)->algorithm();
+    for (const auto& [j, w] : rows_.at(i).neighbors) {
+      auto& b = nodes_.at(j)->algorithm();
+      const auto pa = a.publicState(), pb = b.publicState();
+      b.addEdge({i, inc}, pa);
+      a.addEdge({j, incarnation(j)}, pb);
+    }
+  }
+  Incarnation incarnation(PeerId i) const {
+    auto it = inc_.find(i);
+    return it == inc_.end() ? 0 : it->second;
+  }
+  const topology::MixingRow& row(PeerId i) const { return rows_.at(i); }
+
   // drop(from, to, round) -> true drops that message (stateless algorithms only).
   void round(Round t, const std::function<bool(PeerId, PeerId, Round)>& drop = {}) {
     std::map<PeerId, compress::Encoded> out;
@@ -43,7 +64,7 @@ class MiniNet {
     for (auto& [id, node] : nodes_) {
       std::vector<algo::Incoming> msgs;
       for (const auto& [j, w] : rows_[id].neighbors)
-        if (!drop || !drop(j, id, t)) msgs.push_back({j, out[j].view()});
+        if (!drop || !drop(j, id, t)) msgs.push_back({j, incarnation(j), out[j].view()});
       node->endRound(t, msgs, rows_[id]);
     }
   }
@@ -88,16 +109,16 @@ class MiniNet {
     auto want = ringEdges();
     for (const auto& e : edges_)
       if (!want.count(e)) {
-        if (nodes_.count(e.first)) nodes_[e.first]->algorithm().dropEdge(e.second);
-        if (nodes_.count(e.second)) nodes_[e.second]->algorithm().dropEdge(e.first);
+        if (nodes_.count(e.first)) nodes_[e.first]->algorithm().dropEdge({e.second, incarnation(e.second)});
+        if (nodes_.count(e.second)) nodes_[e.second]->algorithm().dropEdge({e.first, incarnation(e.first)});
       }
     for (const auto& e : want)
       if (!edges_.count(e)) {
         auto& a = nodes_[e.first]->algorithm();
         auto& b = nodes_[e.second]->algorithm();
         const auto pa = a.publicState(), pb = b.publicState();
-        a.addEdge(e.second, pb);
-        b.addEdge(e.first, pa);
+        a.addEdge({e.second, incarnation(e.second)}, pb);
+        b.addEdge({e.first, incarnation(e.first)}, pa);
       }
     edges_ = want;
     std::map<PeerId, std::vector<PeerId>> adj;
@@ -124,6 +145,7 @@ class MiniNet {
   std::map<PeerId, std::unique_ptr<algo::Node>> nodes_;
   std::set<std::pair<PeerId, PeerId>> edges_;
   std::map<PeerId, topology::MixingRow> rows_;
+  std::map<PeerId, Incarnation> inc_;  // absent = incarnation 0
 };
 
 }  // namespace gossip::testing

@@ -77,6 +77,9 @@ class FullGradient final : public training::GradientEstimator {
  public:
   FullGradient(const Problem& p, std::size_t i) : p_(p), i_(i) {}
   double estimate(const Vec& x, Vec& g) override { return p_.lossGrad(i_, x, g); }
+  // Stateless: nothing to checkpoint.
+  void saveState(ByteWriter&) const override {}
+  void loadState(ByteReader&) override {}
 
  private:
   const Problem& p_;

@@ -1,0 +1,113 @@
+// Checkpoints of the algorithm layer (Node::save/load continue bit-identically; a bad state is refused
+// with the object unchanged) and divergence detection.
+#include <doctest/doctest.h>
+
+#include "cases.h"
+
+using namespace gossip;
+using namespace gossip::testing;
+
+namespace {
+
+Bytes saveNode(const algo::Node& n) {
+  Bytes b;
+  ByteWriter w(b);
+  n.save(w);
+  return b;
+}
+
+void loadNode(algo::Node& n, const Bytes& b) {
+  ByteReader r(b, "node state");
+  n.load(r);
+  r.expectEnd();
+}
+
+void loadAlgo(algo::Algorithm& a, std::span<const std::byte> b) {
+  ByteReader r(b, "algorithm state");
+  a.load(r);
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: save, load into fresh nodes, continue: trajectories are bit-identical") {
+  const Problem p = makeL1Logistic(5, 10, 20, 0.02, 1e-3, 31);
+  for (const AlgoCase& c : allCases()) {
+    INFO(c.algo);
+    CaseEnv env(c, p, 0.5 / p.smoothness());
+    MiniNet a(5, env.factory()), b(5, env.factory());
+    Round t = 0;
+    for (; t < 7; ++t) a.round(t);
+    for (auto& [id, node] : a.nodes()) loadNode(*b.nodes().at(id), saveNode(*node));
+    for (auto& [id, node] : a.nodes()) {
+      CHECK(b.nodes().at(id)->gradientCalls() == node->gradientCalls());
+      CHECK(b.nodes().at(id)->lastLoss() == node->lastLoss());
+    }
+    for (; t < 30; ++t) {
+      a.round(t);
+      b.round(t);
+    }
+    for (auto& [id, node] : a.nodes()) {
+      CHECK(b.nodes().at(id)->algorithm().x().cwiseEqual(node->algorithm().x()).all());
+      CHECK(saveNode(*b.nodes().at(id)) == saveNode(*node));
+    }
+  }
+}
+
+TEST_CASE("checkpoint: truncated, foreign or wrong-dimension state throws DecodeError and changes nothing") {
+  const Problem p = makeRidge(4, 8, 20, 1e-2, 32);
+  const Problem q = makeRidge(4, 9, 20, 1e-2, 32);  // another dimension
+  const auto cases = allCases();
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const AlgoCase& c = cases[k];
+    INFO(c.algo);
+    CaseEnv env(c, p, 0.5 / p.smoothness()), other(cases[(k + 1) % cases.size()], p, 0.1), wide(c, q, 0.1);
+    MiniNet net(4, env.factory()), otherNet(4, other.factory()), wideNet(4, wide.factory());
+    for (Round t = 0; t < 4; ++t) {
+      net.round(t);
+      otherNet.round(t);
+      wideNet.round(t);
+    }
+    algo::Algorithm& target = net.nodes().at(0)->algorithm();
+    const Bytes before = saveAlgo(target);
+    const Bytes source = saveAlgo(net.nodes().at(1)->algorithm());  // valid, but a different state
+    for (std::size_t len = 0; len < source.size(); len += 1 + len / 8) {
+      CHECK_THROWS_AS(loadAlgo(target, std::span(source).first(len)), DecodeError);
+      REQUIRE(saveAlgo(target) == before);
+    }
+    CHECK_THROWS_AS(loadAlgo(target, saveAlgo(otherNet.nodes().at(1)->algorithm())), DecodeError);
+    CHECK(saveAlgo(target) == before);
+    CHECK_THROWS_AS(loadAlgo(target, saveAlgo(wideNet.nodes().at(1)->algorithm())), DecodeError);
+    CHECK(saveAlgo(target) == before);
+    // The node level is transactional too, and the intact state still loads.
+    algo::Node& n0 = *net.nodes().at(0);
+    const Bytes nodeBefore = saveNode(n0), nodeSource = saveNode(*net.nodes().at(1));
+    CHECK_THROWS_AS(loadNode(n0, Bytes(nodeSource.begin(), nodeSource.end() - 1)), DecodeError);
+    CHECK(saveNode(n0) == nodeBefore);
+    loadAlgo(target, source);
+    CHECK(saveAlgo(target) == source);
+  }
+  // lead and prox_lead share a layout, but one's state is not the other's.
+  CaseEnv lead(cases[4], p, 0.1), prox(cases[5], p, 0.1);
+  auto a = lead.make(0), b = prox.make(0);
+  CHECK_THROWS_AS(loadAlgo(b->algorithm(), saveAlgo(a->algorithm())), DecodeError);
+}
+
+TEST_CASE("divergence: a huge step size ends with DivergedError naming the round") {
+  const Problem p = makeRidge(4, 8, 20, 1e-2, 33);
+  for (const AlgoCase& c : allCases()) {
+    INFO(c.algo);
+    CaseEnv env(c, p, 1e30);
+    MiniNet net(4, env.factory());
+    std::string msg;
+    try {
+      for (Round t = 0; t < 200; ++t) net.round(t);
+    } catch (const DivergedError& e) {
+      msg = e.what();
+    }
+    INFO(msg);
+    CHECK(msg.find("training diverged at round ") == 0);
+    CHECK(msg.find("lower algorithm.lr") != std::string::npos);
+    CHECK((msg.find("algorithm.gamma") != std::string::npos) == (c.algo == "choco"));
+  }
+  static_assert(std::is_base_of_v<ConfigError, DivergedError>);  // so the CLI exits 2
+}
