@@ -1,0 +1,267 @@
+#include "engine/node_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/serial.h"
+#include "training/state_io.h"
+
+namespace gossip::engine {
+namespace {
+
+constexpr std::uint32_t kEngineTag = serial::fourcc("ENGN");
+
+Bytes doublesPayload(std::span<const double> v) {
+  Bytes b;
+  ByteWriter w(b);
+  serial::putArray(w, v);
+  return b;
+}
+
+}  // namespace
+
+std::uint64_t EngineStats::rejectedTotal() const {
+  std::uint64_t n = 0;
+  for (const auto& [reason, count] : rejected) n += count;
+  return n;
+}
+
+NodeEngine::NodeEngine(PeerId self, Incarnation incarnation, std::unique_ptr<algo::Node> node, Transport& transport)
+    : self_(self), incarnation_(incarnation), node_(std::move(node)), transport_(transport) {
+  GOSSIP_CHECK(node_);
+  stateless_ = node_->algorithm().stateless();
+  payload_ = std::make_shared<Bytes>();
+}
+
+void NodeEngine::reject(const std::string& reason) { ++stats_.rejected[reason]; }
+
+const Member* NodeEngine::member(PeerId id) const {
+  if (!vg_) return nullptr;
+  const auto& v = vg_->view;
+  auto it = std::lower_bound(v.begin(), v.end(), Member{id, 0},
+                             [](const Member& a, const Member& b) { return a.id < b.id; });
+  return it != v.end() && it->id == id ? &*it : nullptr;
+}
+
+void NodeEngine::setView(std::shared_ptr<const ViewGraph> vg, Round round) {
+  vg_ = std::move(vg);
+  const auto& g = vg_->graph;
+  const auto idx = g.indexOf(self_);
+  GOSSIP_CHECK(idx >= 0, "node ", self_, " is not in its own view");
+  row_ = topology::mixingRow(g, self_, vg_->weights);
+  sendTo_.clear();
+  for (auto j : g.out[static_cast<std::size_t>(idx)]) sendTo_.push_back(g.nodes[j]);
+  if (stateless_) return;
+
+  std::map<PeerId, Incarnation> want;
+  for (const auto& [j, w] : row_.neighbors) want[j] = member(j)->incarnation;
+  auto& algo = node_->algorithm();
+  // Drop every edge the new view does not want with exactly this key: the peer left, restarted or is no
+  // longer a neighbour. The peer drops its end when it installs a view without us (or with our new
+  // incarnation), so e_ij leaves both ends and sum_i d_i stays 0.
+  for (const auto& key : algo.edges()) {
+    auto it = want.find(key.id);
+    if (it == want.end() || it->second != key.incarnation) algo.dropEdge(key);
+  }
+  const auto open = algo.edges();
+  const auto pub = algo.publicState();
+  for (const auto& [j, inc] : want) {
+    const bool isOpen = std::binary_search(open.begin(), open.end(), algo::EdgeKey{j, inc});
+    if (!isOpen) sendControl(j, FrameKind::EdgeOpen, round, doublesPayload(pub));
+  }
+  wanted_ = std::move(want);
+}
+
+bool NodeEngine::edgesReady() const {
+  if (stateless_) return true;
+  return node_->algorithm().edgeCount() == wanted_.size();
+}
+
+void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes payload) {
+  FrameHeader h;
+  h.kind = kind;
+  h.sender = self_;
+  h.incarnation = incarnation_;
+  h.round = round;
+  h.epoch = static_cast<std::uint32_t>(vg_ ? vg_->epoch : 0);
+  h.seq = ++linkSeq_[to];
+  sealPayload(h, payload);
+  Bytes header;
+  encodeFrameHeader(h, header);
+  stats_.control_bytes_sent += header.size() + payload.size();
+  transport_.send(to, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
+}
+
+void NodeEngine::requestState(PeerId from, Round round) { sendControl(from, FrameKind::StateRequest, round, {}); }
+
+void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
+  switch (h.kind) {
+    case FrameKind::EdgeOpen: {
+      if (stateless_) return reject("unexpected_kind");
+      auto it = wanted_.find(h.sender);
+      if (it == wanted_.end() || it->second != h.incarnation) return reject("unwanted_edge");
+      auto& algo = node_->algorithm();
+      const auto open = algo.edges();
+      if (std::binary_search(open.begin(), open.end(), algo::EdgeKey{h.sender, h.incarnation}))
+        return reject("duplicate_edge");
+      ByteReader r(payload, "edge-open payload");
+      const auto pub = serial::getArray<double>(r);
+      r.expectEnd();
+      for (double v : pub)
+        if (!std::isfinite(v)) return reject("non_finite");
+      try {
+        algo.addEdge({h.sender, h.incarnation}, pub);
+      } catch (const ProtocolError&) {
+        return reject("bad_public_state");
+      }
+      return;
+    }
+    case FrameKind::StateRequest: {
+      const auto& x = node_->algorithm().x();
+      sendControl(h.sender, FrameKind::State, h.round,
+                  doublesPayload({x.data(), static_cast<std::size_t>(x.size())}));
+      return;
+    }
+    case FrameKind::State: {
+      ByteReader r(payload, "state payload");
+      auto x = serial::getArray<double>(r);
+      r.expectEnd();
+      auto& mine = node_->algorithm().x();
+      if (x.size() != static_cast<std::size_t>(mine.size())) return reject("wrong_dimension");
+      for (double v : x)
+        if (!std::isfinite(v)) return reject("non_finite");
+      mine = Eigen::Map<const training::Vec>(x.data(), mine.size());
+      return;
+    }
+    default:
+      return reject("unexpected_kind");
+  }
+}
+
+void NodeEngine::drain(Round current) {
+  RawFrame f;
+  while (transport_.receive(f)) {
+    ++stats_.frames_received;
+    FrameHeader h;
+    try {
+      h = decodeFrameHeader(f.header);
+      if (!f.payload) throw FrameError("length_mismatch", "no payload part");
+      checkPayload(h, *f.payload);
+    } catch (const FrameError& e) {
+      reject(e.reason);
+      continue;
+    }
+    const Member* m = member(h.sender);
+    if (!m || h.sender == self_) {
+      reject("unknown_sender");
+      continue;
+    }
+    if (m->incarnation != h.incarnation) {
+      reject("stale_incarnation");
+      continue;
+    }
+    if (h.kind != FrameKind::Model) {
+      try {
+        handleControl(h, *f.payload);
+      } catch (const DecodeError&) {
+        reject("bad_control_payload");
+      }
+      continue;
+    }
+    if (h.epoch != static_cast<std::uint32_t>(vg_->epoch)) {
+      reject("epoch_mismatch");
+      continue;
+    }
+    if (h.round < current) {
+      reject("late");
+      continue;
+    }
+    if (h.round > current + kMaxRoundsAhead) {
+      reject("bad_round");
+      continue;
+    }
+    auto& slot = inbox_[h.round];
+    if (slot.count(h.sender)) {
+      reject("duplicate");
+      continue;
+    }
+    slot.emplace(h.sender, Inbound{h.incarnation, std::move(f.payload)});
+  }
+}
+
+void NodeEngine::beginRound(Round t) {
+  node_->beginRound(t, encoded_);
+  // Reuse last round's buffer when no receiver holds it any more (no allocation in steady state).
+  if (payload_.use_count() > 1) payload_ = std::make_shared<Bytes>();
+  std::swap(*payload_, encoded_.bytes);
+  FrameHeader h;
+  h.kind = FrameKind::Model;
+  h.sender = self_;
+  h.incarnation = incarnation_;
+  h.round = t;
+  h.epoch = static_cast<std::uint32_t>(vg_->epoch);
+  sealPayload(h, *payload_);  // checksum once for every link
+  for (PeerId j : sendTo_) {
+    h.seq = ++linkSeq_[j];
+    Bytes header;
+    encodeFrameHeader(h, header);
+    stats_.model_bytes_sent += header.size() + payload_->size();
+    transport_.send(j, std::move(header), payload_);
+  }
+}
+
+void NodeEngine::endRound(Round t) {
+  drain(t);
+  if (!stateless_ && !edgesReady())
+    throw ProtocolError("node " + std::to_string(self_) + ": round " + std::to_string(t) +
+                        " would mix over an edge that is not open at both ends");
+  std::map<PeerId, Inbound> got;
+  if (auto it = inbox_.find(t); it != inbox_.end()) got = std::move(it->second);
+  inbox_.erase(inbox_.begin(), inbox_.upper_bound(t));
+
+  std::vector<algo::Incoming> msgs;
+  msgs.reserve(row_.neighbors.size());
+  for (const auto& [j, w] : row_.neighbors)
+    if (auto it = got.find(j); it != got.end()) msgs.push_back({j, it->second.incarnation, *it->second.payload});
+  if (stateless_) stats_.messages_missing += row_.neighbors.size() - msgs.size();
+  for (;;) {
+    try {
+      node_->endRound(t, msgs, row_);
+      return;
+    } catch (const algo::RejectedMessage& e) {
+      // apply left the node untouched. Stateless: mix without that message (own-value substitute).
+      if (!stateless_) throw;
+      reject("bad_payload");
+      ++stats_.messages_missing;
+      std::erase_if(msgs, [&](const algo::Incoming& m) { return m.from == e.from; });
+    }
+  }
+}
+
+Bytes NodeEngine::save(Round nextRound) const {
+  Bytes out;
+  ByteWriter w(out);
+  serial::putTag(w, kEngineTag);
+  w.put<std::uint32_t>(self_);
+  w.put<std::uint64_t>(incarnation_);
+  w.put<std::uint64_t>(nextRound);
+  node_->save(w);
+  return out;
+}
+
+Round NodeEngine::load(std::span<const std::byte> state) {
+  ByteReader r(state, "node state");
+  serial::expectTag(r, kEngineTag, "a node engine");
+  const auto id = r.get<std::uint32_t>();
+  const auto inc = r.get<std::uint64_t>();
+  const auto next = r.get<std::uint64_t>();
+  if (id != self_) throw DecodeError("state belongs to node " + std::to_string(id) + ", not " + std::to_string(self_));
+  if (inc != incarnation_)
+    throw DecodeError("state is of incarnation " + std::to_string(inc) + ", this node runs " +
+                      std::to_string(incarnation_));
+  node_->load(r);
+  r.expectEnd();
+  return next;
+}
+
+}  // namespace gossip::engine

@@ -1,0 +1,218 @@
+// The round engine over the in-process transport: rounds run and agree with a direct computation, edges
+// open by handshake, and hostile frames (bad checksums, strangers, stale incarnations, old or far-future
+// rounds, duplicates, other epochs, corrupt payloads) are rejected by reason without touching the model.
+#include <doctest/doctest.h>
+
+#include "compressors/compressor.h"
+#include "engine/inproc.h"
+#include "engine/node_engine.h"
+#include "training/estimators.h"
+#include "training/model_factory.h"
+#include "training/synthetic.h"
+
+using namespace gossip;
+using namespace gossip::engine;
+
+namespace {
+
+struct Cluster {
+  training::Dataset data;
+  training::Partition partition;
+  std::unique_ptr<training::Model> model;
+  std::unique_ptr<compress::Compressor> comp;
+  InprocNetwork net;
+  std::map<PeerId, std::unique_ptr<InprocTransport>> transports;
+  std::map<PeerId, std::unique_ptr<NodeEngine>> engines;
+  std::uint64_t epoch = 0;
+
+  Cluster(std::uint32_t n, const std::string& algorithm, compress::CompressorSpec spec) {
+    auto [all, part] = training::concatNodes(training::makeSyntheticLogistic(static_cast<int>(n) + 2, 30, 10, 1.0, 5));
+    data = std::move(all);
+    partition = std::move(part);
+    model = training::makeModel({.kind = "logistic", .hidden = {}, .l1 = 0, .l2 = 0.01}, data.features(), data.classes);
+    comp = compress::makeCompressor(spec);
+    for (PeerId i = 0; i < n; ++i) add(i, 0, algorithm);
+    view(0);
+  }
+
+  void add(PeerId id, Incarnation inc, const std::string& algorithm) {
+    algo::AlgorithmParams p;
+    p.name = algorithm;
+    p.gamma = algorithm == "choco" ? 0.5 : 1.0;
+    p.incarnation = inc;
+    training::Vec x0 = training::Vec::Zero(static_cast<Eigen::Index>(model->dim()));
+    auto a = algo::makeAlgorithm(p, *comp, id, x0);
+    auto est = training::makeEstimator({.kind = "full"}, *model, data, partition[id], 1);
+    algo::NodeSchedule sched;
+    sched.lr = [](Round) { return 0.2; };
+    net.attach(id);
+    transports[id] = std::make_unique<InprocTransport>(net, id);
+    engines[id] = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
+                                               *transports[id]);
+  }
+
+  void view(Round t) {
+    View v;
+    for (auto& [id, e] : engines) v.push_back({id, e->incarnation()});
+    topology::TopologyParams ring;
+    ring.kind = topology::Kind::Ring;
+    auto vg = buildViewGraph(v, ring, topology::WeightRule::Metropolis,
+                             engines.begin()->second->stateless(), ++epoch);
+    for (auto& [id, e] : engines) e->setView(vg, t);
+    for (int pass = 0; pass < 4; ++pass)
+      for (auto& [id, e] : engines) e->drain(t);
+  }
+
+  void round(Round t) {
+    for (auto& [id, e] : engines) e->beginRound(t);
+    for (auto& [id, e] : engines) e->endRound(t);
+  }
+};
+
+Bytes header(FrameHeader h, std::span<const std::byte> payload) {
+  sealPayload(h, payload);
+  Bytes b;
+  encodeFrameHeader(h, b);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("engine: replica edges open by handshake and rounds run") {
+  Cluster c(5, "prox_lead", {.name = "lead", .bits = 2});
+  for (auto& [id, e] : c.engines) {
+    CHECK(e->edgesReady());
+    CHECK(e->node().algorithm().edgeCount() == 2);
+    CHECK(e->stats().control_bytes_sent > 0);
+  }
+  for (Round t = 0; t < 20; ++t) c.round(t);
+  training::Vec sum = training::Vec::Zero(static_cast<Eigen::Index>(c.model->dim()));
+  for (auto& [id, e] : c.engines) sum += *e->node().algorithm().dual();
+  CHECK(sum.lpNorm<Eigen::Infinity>() < 1e-12);
+}
+
+TEST_CASE("engine: a restart (new incarnation) replaces its edges at both ends") {
+  Cluster c(4, "choco", {.name = "topk", .ratio = 0.5});
+  for (Round t = 0; t < 5; ++t) c.round(t);
+  c.engines.erase(2);
+  c.net.detach(2);
+  c.add(2, 1, "choco");
+  c.view(5);
+  for (auto& [id, e] : c.engines) {
+    CHECK(e->edgesReady());
+    for (const auto& k : e->node().algorithm().edges())
+      if (k.id == 2) CHECK(k.incarnation == 1);
+  }
+  for (Round t = 5; t < 10; ++t) c.round(t);
+}
+
+TEST_CASE("engine: hostile frames are rejected by reason and leave the model untouched") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  c.round(0);
+  auto& victim = *c.engines.at(0);
+  const training::Vec before = victim.node().algorithm().x();
+
+  // A well-formed payload of the right size, from a real encoding of a vector of the model's dimension.
+  compress::Encoded enc;
+  Rng rng(3);
+  training::Vec v = training::Vec::Ones(static_cast<Eigen::Index>(c.model->dim()));
+  c.comp->encode(std::span<const double>(v.data(), static_cast<std::size_t>(v.size())), rng, enc);
+  auto payload = std::make_shared<const Bytes>(enc.bytes);
+  FrameHeader good;
+  good.kind = FrameKind::Model;
+  good.sender = 1;
+  good.incarnation = 0;
+  good.round = 1;
+  good.epoch = static_cast<std::uint32_t>(c.epoch);
+
+  auto inject = [&](Bytes h, SharedBytes p) { c.net.deliver(99, 0, std::move(h), std::move(p), false); };
+  // 1. bad header checksum
+  Bytes h = header(good, *payload);
+  h[20] ^= std::byte{1};
+  inject(h, payload);
+  // 2. corrupt payload (a flipped bit inside a value): payload checksum
+  auto flipped = std::make_shared<Bytes>(*payload);
+  (*flipped)[20] ^= std::byte{0x40};
+  Bytes hp = header(good, *payload);
+  inject(hp, flipped);
+  // 3. a stranger
+  FrameHeader s = good;
+  s.sender = 42;
+  inject(header(s, *payload), payload);
+  // 4. a stale incarnation
+  FrameHeader st = good;
+  st.incarnation = 7;
+  inject(header(st, *payload), payload);
+  // 5. an old round and 6. a far-future round
+  FrameHeader old = good;
+  old.round = 0;
+  inject(header(old, *payload), payload);
+  FrameHeader fut = good;
+  fut.round = 1 + kMaxRoundsAhead + 1;
+  inject(header(fut, *payload), payload);
+  // 7. another epoch
+  FrameHeader ep = good;
+  ep.epoch += 5;
+  inject(header(ep, *payload), payload);
+  // 8. random bytes as a header
+  Bytes junk(kFrameHeaderBytes, std::byte{0x5A});
+  inject(junk, payload);
+
+  victim.drain(1);
+  CHECK(victim.node().algorithm().x() == before);
+  const auto& r = victim.stats().rejected;
+  CHECK(r.at("bad_header_crc") == 1);
+  CHECK(r.at("bad_payload_crc") == 1);
+  CHECK(r.at("unknown_sender") == 1);
+  CHECK(r.at("stale_incarnation") == 1);
+  CHECK(r.at("late") == 1);
+  CHECK(r.at("bad_round") == 1);
+  CHECK(r.at("epoch_mismatch") == 1);
+  CHECK(r.at("bad_magic") == 1);
+
+  // 9. a duplicate of a valid round-1 frame: the first is kept, the copy rejected. Then a valid frame whose
+  // payload the codec refuses (wrong dimension): a stateless round mixes without it.
+  inject(header(good, *payload), payload);
+  inject(header(good, *payload), payload);
+  victim.drain(1);
+  CHECK(victim.stats().rejected.at("duplicate") == 1);
+}
+
+TEST_CASE("engine: a stateless round treats an undecodable payload as missing") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  auto& victim = *c.engines.at(0);
+  // Node 1 sends a payload for a different dimension at round 0, before the real one: the real one is then
+  // a duplicate, so the round mixes node 1 as missing (own value) instead.
+  compress::Encoded enc;
+  Rng rng(3);
+  training::Vec v = training::Vec::Ones(3);
+  c.comp->encode(std::span<const double>(v.data(), 3), rng, enc);
+  FrameHeader h;
+  h.sender = 1;
+  h.round = 0;
+  h.epoch = static_cast<std::uint32_t>(c.epoch);
+  c.net.deliver(1, 0, header(h, enc.bytes), std::make_shared<const Bytes>(enc.bytes), false);
+  c.round(0);
+  CHECK(victim.stats().rejected.at("bad_payload") == 1);
+  CHECK(victim.stats().messages_missing == 1);
+  CHECK(victim.node().algorithm().x().allFinite());
+}
+
+TEST_CASE("engine: save and load restore a node that continues bit-identically") {
+  Cluster a(4, "lead", {.name = "lead", .bits = 2});
+  Cluster b(4, "lead", {.name = "lead", .bits = 2});
+  for (Round t = 0; t < 10; ++t) {
+    a.round(t);
+    b.round(t);
+  }
+  for (auto& [id, e] : a.engines) CHECK(b.engines.at(id)->load(e->save(10)) == 10);
+  for (Round t = 10; t < 20; ++t) {
+    a.round(t);
+    b.round(t);
+  }
+  for (auto& [id, e] : a.engines) CHECK(e->node().algorithm().x() == b.engines.at(id)->node().algorithm().x());
+  Bytes state = a.engines.at(1)->save(20);
+  CHECK_THROWS_AS(b.engines.at(2)->load(state), DecodeError);  // another node's state
+  state.resize(state.size() / 2);
+  CHECK_THROWS_AS(b.engines.at(1)->load(state), DecodeError);
+}
