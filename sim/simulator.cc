@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "core/error.h"
-#include "peer/wire_header.h"
+#include "core/serial.h"
+#include "engine/checkpoint.h"
+#include "engine/view.h"
 #include "training/reference_solver.h"
 
 namespace gossip::sim {
@@ -31,17 +34,21 @@ constexpr std::size_t kNodeAccuracySamples = 1000;  // ... on this many test sam
 
 }  // namespace
 
+struct Simulator::Sim {
+  engine::InprocTransport transport;
+  std::unique_ptr<engine::NodeEngine> engine;
+};
+
 Simulator::Simulator(SimSetup setup) : s_(std::move(setup)) {
   if (!s_.model || !s_.train || !s_.compressor) throw Error("simulator: model, data and compressor are required");
   if (s_.threads == 0) throw ConfigError("sim.threads must be >= 1");
   timeVarying_ = s_.topology.kind == topology::Kind::OnePeerExponential;
   // Probe the algorithm family once, on a throwaway instance.
-  const bool stateless =
-      algo::makeAlgorithm(s_.algorithm, *s_.compressor, 0, Vec::Zero(1))->stateless();
-  if (!stateless && s_.drop > 0.0)
+  stateless_ = algo::makeAlgorithm(s_.algorithm, *s_.compressor, 0, Vec::Zero(1))->stateless();
+  if (!stateless_ && s_.drop > 0.0)
     throw ConfigError("faults.drop > 0 needs a stateless algorithm (dpsgd, deepsqueeze): " + s_.algorithm.name +
                       " must apply every message exactly once");
-  if (!stateless && timeVarying_)
+  if (!stateless_ && timeVarying_)
     throw ConfigError("cluster.topology: the one-peer exponential graph changes every round; " + s_.algorithm.name +
                       " keeps per-edge state and needs a static graph");
   PeerId maxId = s_.initial_nodes ? s_.initial_nodes - 1 : 0;
@@ -49,119 +56,108 @@ Simulator::Simulator(SimSetup setup) : s_(std::move(setup)) {
   if (s_.partition.size() <= maxId)
     throw ConfigError("simulator: data partition has " + std::to_string(s_.partition.size()) +
                       " shards but node ids go up to " + std::to_string(maxId));
-  for (PeerId i = 0; i < s_.initial_nodes; ++i) addNode(i);
-  rewire();
 }
 
 Simulator::~Simulator() = default;
 
-void Simulator::addNode(PeerId id) {
+void Simulator::addNode(PeerId id, Incarnation inc) {
   if (nodes_.count(id)) throw ConfigError("faults.join: node " + std::to_string(id) + " is already alive");
+  incarnations_[id] = inc;
   Vec x0;
   Rng initRng(deriveSeed({s_.seed, 0x1417ull}));  // same start on every node: x0 is a shared seed's draw
   s_.model->init(x0, initRng);
   algo::AlgorithmParams p = s_.algorithm;
   p.l1 = s_.model->l1();
   p.seed = s_.seed;
+  p.incarnation = inc;
   auto algorithm = algo::makeAlgorithm(p, *s_.compressor, id, x0);
-  auto est = training::makeEstimator(s_.estimator, *s_.model, *s_.train, s_.partition[id],
-                                     deriveSeed({s_.seed, id, 0xE57ull}));
+  // A restarted node never replays its old sampling stream (incarnation 0 keeps the historical seed).
+  const std::uint64_t estSeed =
+      inc == 0 ? deriveSeed({s_.seed, id, 0xE57ull}) : deriveSeed({s_.seed, id, 0xE57ull, 0x1AC0ull, inc});
+  auto est = training::makeEstimator(s_.estimator, *s_.model, *s_.train, s_.partition[id], estSeed);
   algo::NodeSchedule sched;
   sched.lr = [lr = s_.lr](Round t) { return lr.value(t); };
   sched.localSteps = [ls = s_.local](Round t) { return static_cast<unsigned>(std::max(1, ls.value(t))); };
   sched.l1 = s_.model->l1();
-  nodes_[id] = std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
+  auto node = std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
+  net_.attach(id);
+  auto sim = std::unique_ptr<Sim>(new Sim{engine::InprocTransport(net_, id), nullptr});
+  sim->engine = std::make_unique<engine::NodeEngine>(id, inc, std::move(node), sim->transport);
+  nodes_[id] = std::move(sim);
 }
 
-void Simulator::rewire() {
-  std::vector<PeerId> alive;
-  for (const auto& [id, n] : nodes_) alive.push_back(id);
-  rows_.clear();
-  if (alive.empty()) return;
-  topology::Graph g = topology::buildGraph(alive, s_.topology);
-  const bool stateless = nodes_.begin()->second->algorithm().stateless();
-  // Only D-PSGD-type stateless methods with the exponential graph's own uniform weights may mix over the
-  // directed graph; replica methods need a symmetric W, and Metropolis/max-degree are defined on (W+W^T)/2's
-  // undirected support (ALGORITHMS.md §2.5).
-  if (g.directed && (!stateless || s_.weights != topology::WeightRule::Uniform)) g = topology::symmetrize(g);
-  for (PeerId id : alive) rows_[id] = topology::mixingRow(g, id, s_.weights);
-  if (timeVarying_) return;  // stateless only: no edge state to maintain
-
-  std::vector<std::pair<PeerId, PeerId>> want;
-  for (std::size_t i = 0; i < g.size(); ++i)
-    for (auto j : g.out[i])
-      want.emplace_back(std::min(g.nodes[i], g.nodes[j]), std::max(g.nodes[i], g.nodes[j]));
-  std::sort(want.begin(), want.end());
-  want.erase(std::unique(want.begin(), want.end()), want.end());
-  // Both ends of a changed edge act in the same step, as the daemon's edge handshake guarantees.
-  for (const auto& e : edges_)
-    if (!std::binary_search(want.begin(), want.end(), e)) {
-      if (auto a = nodes_.find(e.first); a != nodes_.end()) a->second->algorithm().dropEdge(algo::EdgeKey{e.second, 0});
-      if (auto b = nodes_.find(e.second); b != nodes_.end()) b->second->algorithm().dropEdge(algo::EdgeKey{e.first, 0});
-    }
-  for (const auto& e : want)
-    if (!std::binary_search(edges_.begin(), edges_.end(), e)) {
-      auto& a = nodes_.at(e.first)->algorithm();
-      auto& b = nodes_.at(e.second)->algorithm();
-      const auto pa = a.publicState(), pb = b.publicState();
-      a.addEdge(algo::EdgeKey{e.second, 0}, pb);
-      b.addEdge(algo::EdgeKey{e.first, 0}, pa);
-    }
-  edges_ = std::move(want);
+void Simulator::removeNode(PeerId id) {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  const auto& st = it->second->engine->stats();
+  goneBytes_ += st.model_bytes_sent;
+  goneControl_ += st.control_bytes_sent;
+  goneRejected_ += st.rejectedTotal();
+  nodes_.erase(it);
+  net_.detach(id);  // whatever was in flight to it is lost
 }
 
-void Simulator::exchange(Round t) {
-  bool changed = false;
+// Every engine installs the same new view (the membership service of the simulator is perfect), then
+// control traffic (edge handshakes) runs until the network is quiet.
+void Simulator::installView(Round t) {
+  engine::View view;
+  for (const auto& [id, n] : nodes_) view.push_back({id, incarnations_.at(id)});
+  if (view.empty()) return;
+  auto vg = engine::buildViewGraph(std::move(view), s_.topology, s_.weights, stateless_, ++epoch_);
+  for (auto& [id, n] : nodes_) n->engine->setView(vg, t);
+  pumpControl(t);
+}
+
+void Simulator::pumpControl(Round t) {
+  for (int pass = 0; net_.inFlight() > 0; ++pass) {
+    GOSSIP_CHECK(pass < 16, "control traffic did not settle");
+    for (auto& [id, n] : nodes_) n->engine->drain(t);
+  }
+  for (auto& [id, n] : nodes_)
+    GOSSIP_CHECK(n->engine->edgesReady(), "node ", id, " has edges that did not open");
+}
+
+void Simulator::round(Round t) {
+  bool changed = t == 0 && epoch_ == 0;
   std::vector<PeerId> joined;
   for (const auto& c : s_.crashes)
-    if (c.round == t && nodes_.erase(c.node)) changed = true;
+    if (c.round == t && nodes_.count(c.node)) {
+      removeNode(c.node);
+      changed = true;
+    }
   for (const auto& j : s_.joins)
     if (j.round == t) {
-      addNode(j.node);
+      // A crashed id that comes back is a restart: a new incarnation, so all its edges are new.
+      auto prev = incarnations_.find(j.node);
+      addNode(j.node, prev == incarnations_.end() ? 0 : prev->second + 1);
       joined.push_back(j.node);
       changed = true;
     }
-  if (changed) rewire();
-  // A joining node starts from a neighbour's model (the state transfer of DESIGN.md §5).
-  for (PeerId id : joined) {
-    const auto& row = rows_.at(id);
-    if (!row.neighbors.empty()) nodes_.at(id)->algorithm().x() = nodes_.at(row.neighbors.front().first)->algorithm().x();
-  }
   if (timeVarying_) {
     s_.topology.round = t;
-    rewire();
+    changed = true;
   }
+  if (changed) installView(t);
+  // A joining node starts from a neighbour's model: state transfer from its lowest-id neighbour.
+  for (PeerId id : joined) {
+    const auto& row = nodes_.at(id)->engine->row();
+    if (!row.neighbors.empty()) nodes_.at(id)->engine->requestState(row.neighbors.front().first, t);
+  }
+  if (!joined.empty()) pumpControl(t);
 
-  for (const auto& c : s_.crashes)
-    if (c.round == t) outbox_.erase(c.node);
-  for (const auto& [id, node] : nodes_) outbox_[id];  // create buffers before the parallel phase
-  forEachNode([&](algo::Node& node) { node.beginRound(t, outbox_.at(node.id())); });
-  for (const auto& [id, node] : nodes_)
-    for (const auto& [j, w] : rows_.at(id).neighbors) bytes_ += outbox_.at(j).size() + peer::kWireHeaderBytes;
-  forEachNode([&](algo::Node& node) {
-    std::vector<algo::Incoming> msgs;
-    std::uint64_t dropped = 0;
-    const auto& row = rows_.at(node.id());
-    for (const auto& [j, w] : row.neighbors) {
-      // The loss of message j -> i in round t is a pure function of (seed, t, i, j): thread-count independent.
-      if (s_.drop > 0.0 && Rng(deriveSeed({s_.seed, 0xD80Bull, t, node.id(), j})).uniform() < s_.drop) {
-        ++dropped;
-        continue;
-      }
-      msgs.push_back({j, 0, outbox_.at(j).view()});
-    }
-    node.endRound(t, msgs, row);
-    if (dropped) {
-      std::lock_guard lock(dropMutex_);
-      dropped_ += dropped;
-    }
-  });
+  if (s_.drop > 0.0)
+    // The loss of message j -> i in round t is a pure function of (seed, t, i, j): thread-count independent.
+    net_.setDropRule([seed = s_.seed, drop = s_.drop, t](PeerId from, PeerId to) {
+      return Rng(deriveSeed({seed, 0xD80Bull, t, to, from})).uniform() < drop;
+    });
+  forEachEngine([&](engine::NodeEngine& e) { e.beginRound(t); });
+  forEachEngine([&](engine::NodeEngine& e) { e.endRound(t); });
 }
 
-void Simulator::forEachNode(const std::function<void(algo::Node&)>& fn) {
-  std::vector<algo::Node*> all;
+void Simulator::forEachEngine(const std::function<void(engine::NodeEngine&)>& fn) {
+  std::vector<engine::NodeEngine*> all;
   all.reserve(nodes_.size());
-  for (auto& [id, node] : nodes_) all.push_back(node.get());
+  for (auto& [id, n] : nodes_) all.push_back(n->engine.get());
   const std::size_t workers = std::min<std::size_t>(s_.threads, all.size());
   if (workers <= 1) {
     for (auto* n : all) fn(*n);
@@ -187,6 +183,16 @@ void Simulator::forEachNode(const std::function<void(algo::Node&)>& fn) {
     if (e) std::rethrow_exception(e);
 }
 
+std::optional<training::Vec> Simulator::dualSum() const {
+  std::optional<Vec> sum;
+  for (const auto& [id, n] : nodes_) {
+    const Vec* d = n->engine->node().algorithm().dual();
+    if (!d) return std::nullopt;
+    sum = sum ? Vec(*sum + *d) : *d;
+  }
+  return sum;
+}
+
 const training::Vec* Simulator::optimum() {
   if (!s_.reference) return nullptr;
   std::vector<PeerId> alive;
@@ -204,17 +210,25 @@ EvalRecord Simulator::evaluate(Round t) {
   EvalRecord r;
   r.round = t;
   r.alive = static_cast<std::uint32_t>(nodes_.size());
-  r.bytes_sent = bytes_;
-  r.messages_dropped = dropped_;
+  r.bytes_sent = goneBytes_;
+  r.control_bytes_sent = goneControl_;
+  r.messages_rejected = goneRejected_;
+  for (const auto& [id, n] : nodes_) {
+    const auto& st = n->engine->stats();
+    r.bytes_sent += st.model_bytes_sent;
+    r.control_bytes_sent += st.control_bytes_sent;
+    r.messages_rejected += st.rejectedTotal();
+  }
+  r.messages_dropped = droppedBase_ + net_.dropped();
   if (nodes_.empty()) return r;
   const double n = static_cast<double>(nodes_.size());
-  Vec xbar = Vec::Zero(nodes_.begin()->second->algorithm().x().size());
-  for (auto& [id, node] : nodes_) xbar += node->algorithm().x();
+  Vec xbar = Vec::Zero(nodes_.begin()->second->engine->node().algorithm().x().size());
+  for (auto& [id, node] : nodes_) xbar += node->engine->node().algorithm().x();
   xbar /= n;
   Vec grad;
   const double l1 = s_.model->l1();
   for (auto& [id, node] : nodes_) {
-    const Vec& x = node->algorithm().x();
+    const Vec& x = node->engine->node().algorithm().x();
     r.loss += s_.model->lossAndGrad(x, *s_.train, s_.partition[id], grad) + l1 * x.lpNorm<1>();
     r.consensus_distance += (x - xbar).squaredNorm();
   }
@@ -234,7 +248,7 @@ EvalRecord Simulator::evaluate(Round t) {
     std::size_t k = 0;
     for (auto& [id, node] : nodes_) {
       if (k++ % stride) continue;
-      const double a = s_.model->accuracy(node->algorithm().x(), *nodeEvalSet_);
+      const double a = s_.model->accuracy(node->engine->node().algorithm().x(), *nodeEvalSet_);
       r.node_accuracy_min = std::min(r.node_accuracy_min, a);
       r.node_accuracy_max = std::max(r.node_accuracy_max, a);
     }
@@ -245,17 +259,94 @@ EvalRecord Simulator::evaluate(Round t) {
     r.suboptimality = training::compositeObjective(*s_.model, shards, xbar) -
                       training::compositeObjective(*s_.model, shards, *xs);
     double worst = 0.0;
-    for (auto& [id, node] : nodes_) worst = std::max(worst, (node->algorithm().x() - *xs).norm() / xs->norm());
+    for (auto& [id, node] : nodes_) worst = std::max(worst, (node->engine->node().algorithm().x() - *xs).norm() / xs->norm());
     r.rel_error = worst;
   }
   return r;
 }
 
+namespace {
+constexpr std::uint32_t kSimTag = serial::fourcc("SIMS");
+std::filesystem::path nodeFile(const std::string& dir, PeerId id) {
+  return std::filesystem::path(dir) / ("node-" + std::to_string(id) + ".ckpt");
+}
+}  // namespace
+
+// The simulator's own state beside one checkpoint per node: which ids are alive with which incarnation,
+// every incarnation ever used, the view epoch and the cumulative counters.
+void Simulator::save(Round nextRound) const {
+  std::filesystem::create_directories(s_.save_dir);
+  Bytes b;
+  ByteWriter w(b);
+  serial::putTag(w, kSimTag);
+  w.put<std::uint64_t>(nextRound);
+  w.put<std::uint64_t>(epoch_);
+  w.put<std::uint64_t>(incarnations_.size());
+  for (const auto& [id, inc] : incarnations_) {
+    w.put<std::uint32_t>(id);
+    w.put<std::uint64_t>(inc);
+    w.put<std::uint8_t>(nodes_.count(id) ? 1 : 0);
+  }
+  std::uint64_t bytes = goneBytes_, control = goneControl_, rejected = goneRejected_;
+  for (const auto& [id, n] : nodes_) {
+    engine::writeCheckpoint(nodeFile(s_.save_dir, id), n->engine->save(nextRound));
+    bytes += n->engine->stats().model_bytes_sent;
+    control += n->engine->stats().control_bytes_sent;
+    rejected += n->engine->stats().rejectedTotal();
+  }
+  for (std::uint64_t v : {bytes, control, rejected, droppedBase_ + net_.dropped()}) w.put<std::uint64_t>(v);
+  engine::writeCheckpoint(std::filesystem::path(s_.save_dir) / "sim.ckpt", b);
+}
+
+Round Simulator::resume() {
+  try {
+    const Bytes b = engine::readCheckpoint(std::filesystem::path(s_.resume_dir) / "sim.ckpt");
+    ByteReader r(b, "simulator state");
+    serial::expectTag(r, kSimTag, "simulator state");
+    const Round next = r.get<std::uint64_t>();
+    const std::uint64_t epoch = r.get<std::uint64_t>();
+    const std::size_t count = serial::getCount(r, 13);
+    std::vector<PeerId> alive;
+    for (std::size_t k = 0; k < count; ++k) {
+      const auto id = r.get<std::uint32_t>();
+      const auto inc = r.get<std::uint64_t>();
+      if (id >= s_.partition.size()) throw DecodeError("node id " + std::to_string(id) + " has no data shard");
+      incarnations_[id] = inc;
+      if (r.get<std::uint8_t>()) alive.push_back(id);
+    }
+    goneBytes_ = r.get<std::uint64_t>();
+    goneControl_ = r.get<std::uint64_t>();
+    goneRejected_ = r.get<std::uint64_t>();
+    droppedBase_ = r.get<std::uint64_t>();
+    r.expectEnd();
+    for (PeerId id : alive) {
+      addNode(id, incarnations_.at(id));
+      auto& e = *nodes_.at(id)->engine;
+      if (e.load(engine::readCheckpoint(nodeFile(s_.resume_dir, id))) != next)
+        throw DecodeError("node " + std::to_string(id) + " was saved after another round");
+    }
+    // The saved engines count their own bytes again from here; their earlier totals are in gone*.
+    epoch_ = epoch - 1;
+    installView(next);
+    return next;
+  } catch (const DecodeError& e) {
+    throw DataError("resume from " + s_.resume_dir + ": " + e.what());
+  } catch (const IoError& e) {  // a missing or unreadable checkpoint is the user's input, not a broken link
+    throw DataError(std::string("resume: ") + e.what());
+  }
+}
+
 std::vector<EvalRecord> Simulator::run(const std::function<void(const EvalRecord&)>& progress) {
   std::vector<EvalRecord> out;
   const auto start = Clock::now();
-  for (Round t = 0; t < s_.rounds; ++t) {
-    exchange(t);
+  Round first = 0;
+  if (s_.resume_dir.empty())
+    for (PeerId i = 0; i < s_.initial_nodes; ++i) addNode(i, 0);
+  else
+    first = resume();
+  for (Round t = first; t < s_.rounds; ++t) {
+    round(t);
+    if (s_.save_after && t + 1 == s_.save_after) save(t + 1);
     const bool last = t + 1 == s_.rounds;
     if (last || (s_.eval_every && (t + 1) % s_.eval_every == 0)) {
       EvalRecord r = evaluate(t + 1);

@@ -1,8 +1,9 @@
 #pragma once
-// Simulator: N virtual nodes in one process, each an algo::Node (the same round code the daemon runs),
-// exchanging the same encoded payloads over an in-process, synchronous network. Membership changes
-// (crash, join) rebuild the topology from the alive view, as every daemon would, and add/drop edge state at
-// both ends of each changed edge in the same step. Deterministic for a given setup.
+// Simulator: N virtual nodes in one process, each driven by an engine::NodeEngine (the same round engine
+// the daemon runs) over the in-process transport: real frames, real edge handshakes and state transfers.
+// The simulator only sequences the phases of a synchronous round and plays the membership service:
+// a crash removes a node, a join adds one (a restart of a crashed id is a new incarnation), and every
+// engine then installs the same new view. Deterministic for a given setup, for any thread count.
 #include <functional>
 #include <map>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
+#include "engine/inproc.h"
+#include "engine/node_engine.h"
 #include "topology/topology.h"
 #include "training/estimators.h"
 #include "training/model.h"
@@ -54,6 +57,13 @@ struct SimSetup {
   std::size_t eval_test_max = 0;  // 0 = all test samples
   std::uint64_t seed = 1;
   unsigned threads = 1;  // nodes' round work is spread over this many threads; results do not depend on it
+
+  // Checkpoints: after round `save_after` (0 = never) every node's state is written to save_dir; a run
+  // with resume_dir set continues from such a directory (same config) and ends bit-identical to a run
+  // that was never interrupted.
+  Round save_after = 0;
+  std::string save_dir;
+  std::string resume_dir;
 };
 
 struct EvalRecord {
@@ -63,8 +73,10 @@ struct EvalRecord {
   double node_accuracy_min = 0;    // over up to 64 evenly spaced alive nodes
   double node_accuracy_max = 0;
   double consensus_distance = 0;   // mean_i ||x_i - xbar||^2
-  std::uint64_t bytes_sent = 0;    // cumulative wire bytes, headers included, all nodes
+  std::uint64_t bytes_sent = 0;    // cumulative model-frame bytes, headers included, all nodes
+  std::uint64_t control_bytes_sent = 0;  // edge handshakes and state transfers (churn only)
   std::uint64_t messages_dropped = 0;
+  std::uint64_t messages_rejected = 0;
   std::optional<double> suboptimality;  // F(xbar) - F* of the alive nodes' objective
   std::optional<double> rel_error;      // max_i ||x_i - x*|| / ||x*||
   std::uint32_t alive = 0;
@@ -79,25 +91,35 @@ class Simulator {
   // Runs all rounds; calls progress after each evaluation.
   std::vector<EvalRecord> run(const std::function<void(const EvalRecord&)>& progress = {});
 
+  // Sum over alive nodes of the edge-decomposed dual d_i (LEAD family), for invariant checks: it is 0 up
+  // to rounding after every round, whatever crashed or joined. Empty for methods without a dual.
+  std::optional<training::Vec> dualSum() const;
+
  private:
-  void addNode(PeerId id);
-  void rewire();
-  void exchange(Round t);
-  // Runs fn(node) for every alive node on s_.threads threads. Nodes share nothing mutable during a
-  // phase (models keep thread-local scratch, each node owns its estimator and algorithm), so the result
-  // is the same for any thread count.
-  void forEachNode(const std::function<void(algo::Node&)>& fn);
+  struct Sim;  // one virtual node: its transport and engine
+  void addNode(PeerId id, Incarnation inc);
+  void removeNode(PeerId id);
+  void installView(Round t);
+  void pumpControl(Round t);
+  void round(Round t);
+  void save(Round nextRound) const;
+  Round resume();
+  // Runs fn(engine) for every alive node on s_.threads threads. Engines share nothing mutable during a
+  // phase (models keep thread-local scratch, mailboxes are locked), so the result is the same for any
+  // thread count.
+  void forEachEngine(const std::function<void(engine::NodeEngine&)>& fn);
   EvalRecord evaluate(Round t);
   const training::Vec* optimum();
 
   SimSetup s_;
-  std::map<PeerId, std::unique_ptr<algo::Node>> nodes_;
-  std::map<PeerId, topology::MixingRow> rows_;
-  std::map<PeerId, compress::Encoded> outbox_;  // this round's message per node; buffers reused
-  std::vector<std::pair<PeerId, PeerId>> edges_;  // undirected edges with state, sorted
+  bool stateless_ = true;
   bool timeVarying_ = false;
-  std::uint64_t bytes_ = 0, dropped_ = 0;
-  std::mutex dropMutex_;  // guards dropped_ during the parallel receive phase
+  engine::InprocNetwork net_;
+  std::map<PeerId, std::unique_ptr<Sim>> nodes_;
+  std::map<PeerId, Incarnation> incarnations_;  // last incarnation of every id ever started
+  std::uint64_t epoch_ = 0;
+  // Totals of engines that no longer exist (crashed), so byte counts stay cumulative.
+  std::uint64_t goneBytes_ = 0, goneControl_ = 0, goneRejected_ = 0, droppedBase_ = 0;
   std::map<std::vector<PeerId>, training::Vec> optima_;  // per alive set
   std::unique_ptr<training::Dataset> evalSet_, nodeEvalSet_;  // bounded test subsets, built once
 };

@@ -29,7 +29,7 @@ inline std::vector<AlgoCase> allCases() {
 
 // Owns what the nodes of one net refer to.
 struct CaseEnv {
-  CaseEnv(const AlgoCase& c, const Problem& p, double lr, Incarnation inc = 0) : problem(p), lr(lr) {
+  CaseEnv(const AlgoCase& c, const Problem& p, double stepSize, Incarnation inc = 0) : problem(p), lr(stepSize) {
     params.name = c.algo;
     params.gamma = c.algo == "choco" ? 0.5 : 1.0;
     params.eta = 0.5;

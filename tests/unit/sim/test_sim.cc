@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "compressors/compressor.h"
-#include "peer/wire_header.h"
+#include "engine/frame.h"
 #include "sim/simulator.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
@@ -75,7 +75,7 @@ TEST_CASE("sim: bytes_sent counts every payload and header that goes on the wire
   f.setup.eval_every = 10;
   const auto rec = sim::Simulator(f.setup).run();
   const std::uint64_t dim = f.model->dim();
-  const std::uint64_t perMessage = compress::kCodecHeaderBytes + 4 * dim + peer::kWireHeaderBytes;
+  const std::uint64_t perMessage = compress::kCodecHeaderBytes + 4 * dim + engine::kFrameHeaderBytes;
   CHECK(rec.back().bytes_sent == 10 * 16 * perMessage);  // 8 nodes x 2 neighbours x 10 rounds
 }
 
