@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
 #   make build && scripts/run_results.sh [section...]     (sections: exact churn fmnist mlp scale; default all)
+# RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 G=${GOSSIPD:-build/release/daemon/gossipd}
-OUT=docs/results
+OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
