@@ -122,7 +122,6 @@ struct FaultsConfig {
   double drop = 0.0;                  // per-message drop probability (stateless algorithms only)
   std::vector<FaultEvent> crash;
   std::vector<FaultEvent> join;
-  std::uint32_t delay_ms = 0;         // added delivery delay
 };
 
 struct SimConfig {

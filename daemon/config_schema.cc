@@ -94,7 +94,6 @@ const KeySpec kSchema[] = {
     K(faults, drop, Range::rightOpen(0, 1)),
     K(faults, crash),
     K(faults, join),
-    K(faults, delay_ms, Range::atLeast(0)),
 
     K(sim, eval_every, Range::atLeast(1)),
     K(sim, eval_test_max, Range::atLeast(0)),

@@ -131,7 +131,6 @@ seed = 7
 
 [faults]
 drop = 0.0
-delay_ms = 15
 crash = [{node = 2, round = 50}]
 
 [[faults.join]]

@@ -115,6 +115,11 @@ TEST_CASE("rules that relate several keys") {
   checkFails("", {"security.enable=true"}, "security.keys_dir is required");
 }
 
+TEST_CASE("faults.delay_ms was never applied and is no longer a key") {
+  checkFails("[faults]\ndelay_ms = 15\n", {}, "unknown key 'faults.delay_ms'");
+  checkFails("", {"faults.delay_ms=5"}, "unknown key 'faults.delay_ms'");
+}
+
 TEST_CASE("malformed --set and several problems at once") {
   checkFails("", {"algorithm.lr"}, "--set expects section.key=value (got 'algorithm.lr')");
   checkFails("", {"lr=0.1"}, "--set expects section.key=value");
