@@ -100,6 +100,12 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
   if (a.local_schedule == "adaptive" && a.local_steps_max < a.local_steps)
     p.push_back("algorithm.local_steps_max must be >= algorithm.local_steps (" + std::to_string(a.local_steps) +
                 ") when algorithm.local_schedule = 'adaptive' (got " + std::to_string(a.local_steps_max) + ")");
+  // NIDS and ED exchange exact fp32 differences (ALGORITHMS.md §4.4); they have no compressed form, so a
+  // compressor would be ignored while the results claim it was used.
+  if ((a.name == "nids" || a.name == "ed") && c.compressor.name != "fp32" && c.compressor.name != "identity")
+    p.push_back("compressor.name must be fp32 when algorithm.name = " + inQuotes(a.name) + " (" + a.name +
+                " sends uncompressed fp32 differences; use lead or choco to compress) (got " +
+                inQuotes(c.compressor.name) + ")");
   if (c.model.kind == "mlp" && c.model.hidden.empty())
     p.push_back("model.hidden must list at least one layer width when model.kind = 'mlp'");
 }

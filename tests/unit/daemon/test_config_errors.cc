@@ -115,6 +115,13 @@ TEST_CASE("rules that relate several keys") {
   checkFails("", {"security.enable=true"}, "security.keys_dir is required");
 }
 
+TEST_CASE("nids and ed refuse a compressor they would silently ignore") {
+  checkFails("", {"algorithm.name=nids", "compressor.name=topk"}, "compressor.name must be fp32 when algorithm.name = 'nids'");
+  checkFails("", {"algorithm.name=ed", "compressor.name=lead"}, "compressor.name must be fp32 when algorithm.name = 'ed'");
+  CHECK(errorOf("", {"algorithm.name=nids", "compressor.name=fp32"}).empty());
+  CHECK(errorOf("", {"algorithm.name=ed", "compressor.name=identity"}).empty());
+}
+
 TEST_CASE("faults.delay_ms was never applied and is no longer a key") {
   checkFails("[faults]\ndelay_ms = 15\n", {}, "unknown key 'faults.delay_ms'");
   checkFails("", {"faults.delay_ms=5"}, "unknown key 'faults.delay_ms'");
