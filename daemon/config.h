@@ -45,6 +45,10 @@ inline constexpr std::array<std::string_view, 4> kDataFormats{"idx", "libsvm", "
 inline constexpr std::array<std::string_view, 3> kScalings{"none", "minmax", "standardize"};
 inline constexpr std::array<std::string_view, 3> kPartitions{"iid", "label_sorted", "dirichlet"};
 
+// Node ids (and cluster.nodes) are capped: a sim holds one state and one data shard per id, so an id like
+// 1000000 is a typo, not a plan (the memory estimate, daemon/memory_estimate.h, checks the rest).
+inline constexpr std::uint32_t kMaxNodes = 65536;
+
 struct NodeConfig {
   PeerId id = 0;
   std::string listen = "tcp://127.0.0.1:0";  // ZeroMQ endpoint; port 0 = ephemeral

@@ -29,7 +29,7 @@ const KeySpec kSchema[] = {
     K(node, http),
     K(node, data_dir),
 
-    K(cluster, nodes, Range::atLeast(1)),
+    K(cluster, nodes, Range::closed(1, kMaxNodes)),
     K(cluster, topology),  // checked with topology::parseKind in validate()
     K(cluster, degree, Range::atLeast(1)),
     K(cluster, extra, Range::atLeast(0)),

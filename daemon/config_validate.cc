@@ -126,6 +126,14 @@ void checkFaults(const Config& c, std::vector<std::string>& p) {
   };
   rounds(c.faults.crash, "crash");
   rounds(c.faults.join, "join");
+  const auto ids = [&](const std::vector<FaultEvent>& list, const char* key) {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].node >= kMaxNodes)
+        p.push_back(std::string("faults.") + key + "[" + std::to_string(i) + "].node must be < " +
+                    std::to_string(kMaxNodes) + " (got " + std::to_string(list[i].node) + ")");
+  };
+  ids(c.faults.crash, "crash");
+  ids(c.faults.join, "join");
   // Replay the membership timeline: nodes 0..nodes-1 start alive; a crash needs an alive node, a join a node
   // that is not alive (a new id, or a crashed one restarting with fresh state). Crashes of a round come first.
   struct Ev {

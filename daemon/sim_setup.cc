@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "daemon/memory_estimate.h"
 #include "training/data_loader.h"
 #include "training/model_factory.h"
 #include "training/partition.h"
@@ -66,6 +67,11 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   const int shards = static_cast<int>(maxId) + 1;
 
   if (c.data.format == "synthetic") {
+    // Checked before the shards are generated: their size grows with the largest node id.
+    const double synthetic_bytes = 4.0 * shards * c.data.synthetic_samples * (c.data.synthetic_dim + 1.0);
+    checkSimMemory(c,
+                   estimateSimMemory(c, c.data.synthetic_dim + 1, c.data.synthetic_samples, 2, synthetic_bytes),
+                   memAvailableBytes());
     const auto parts =
         c.model.kind == "least_squares"
             ? training::makeSyntheticLeastSquares(shards, c.data.synthetic_samples, c.data.synthetic_dim,
@@ -106,6 +112,10 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   ms.l1 = c.model.l1;
   ms.l2 = c.model.l2;
   p->model = training::makeModel(ms, p->train.features(), p->train.classes);
+  checkSimMemory(c,
+                 estimateSimMemory(c, p->model->dim(), static_cast<double>(p->train.samples()) / shards,
+                                   p->train.classes, 0.0),
+                 memAvailableBytes());
   p->compressor = compress::makeCompressor(c.compressor);
 
   sim::SimSetup& s = p->setup;

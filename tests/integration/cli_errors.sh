@@ -56,6 +56,9 @@ expect "topo unknown kind" "topology|blob" -- topo --topology blob --nodes 4
 expect "topo bad nodes" "nodes" -- topo --topology ring --nodes -3
 expect "topo odd regular" "degree|regular" -- topo --topology random_regular --nodes 5 --degree 3
 expect "unwritable out" "out" -- sim --set data.format=synthetic --set model.kind=logistic --out /nonexistent-dir/r.json
+expect "absurd node count" "cluster.nodes" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=1000000
+expect "absurd join id" "faults.join\[0\].node" -- sim --set data.format=synthetic --set model.kind=logistic --set 'faults.join=[{node=1000000,round=1}]'
+expect "run larger than memory" "cluster.nodes = 60000.*MemAvailable" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=60000 --set data.synthetic_dim=1000000
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
