@@ -36,7 +36,7 @@ const KeySpec kSchema[] = {
     K(cluster, rows, Range::atLeast(0)),
     K(cluster, edge_prob, Range::closed(0, 1)),
     K(cluster, edges),
-    K(cluster, weights, {}, choicesOf<kWeightRules>),
+    K(cluster, weights),  // checked with topology::parseWeightRule in validate(), as `gossipd topo` does
     K(cluster, seed),
     K(cluster, seeds),
 

@@ -87,6 +87,11 @@ void checkTopology(const Config& c, std::vector<std::string>& p) {
     if (why.starts_with("topology: ")) why.remove_prefix(10);
     p.push_back("cluster.topology: " + std::string(why));
   }
+  try {
+    (void)topology::parseWeightRule(c.cluster.weights);
+  } catch (const ConfigError& e) {
+    p.push_back(withConfigKey(e.what()));
+  }
 }
 
 void checkAlgorithm(const Config& c, std::vector<std::string>& p) {

@@ -122,6 +122,16 @@ TEST_CASE("nids and ed refuse a compressor they would silently ignore") {
   CHECK(errorOf("", {"algorithm.name=ed", "compressor.name=identity"}).empty());
 }
 
+TEST_CASE("cluster.weights takes the same names as gossipd topo, and library messages name the key") {
+  CHECK(errorOf("", {"cluster.weights=mh"}).empty());
+  CHECK(errorOf("", {"cluster.weights=max-degree"}).empty());
+  checkFails("", {"cluster.weights=mhh"}, "cluster.weights: unknown rule 'mhh'");
+  CHECK(withConfigKey("degree: nodes * degree must be even") == "cluster.degree: nodes * degree must be even");
+  CHECK(withConfigKey("weights: x") == "cluster.weights: x");
+  CHECK(withConfigKey("nodes: must be >= 1") == "cluster.nodes: must be >= 1");
+  CHECK(withConfigKey("data.train: x") == "data.train: x");
+}
+
 TEST_CASE("faults.delay_ms was never applied and is no longer a key") {
   checkFails("[faults]\ndelay_ms = 15\n", {}, "unknown key 'faults.delay_ms'");
   checkFails("", {"faults.delay_ms=5"}, "unknown key 'faults.delay_ms'");
