@@ -93,7 +93,7 @@ TEST_CASE("out-of-range values and unknown names are named") {
   checkFails("", {"compressor.name=topkk"}, "did you mean 'topk'?");
   checkFails("", {"cluster.topology=hypercube"}, "cluster.topology: unknown kind 'hypercube'");
   checkFails("", {"cluster.topology=edge_list"}, "cluster.edges");
-  checkFails("", {"cluster.weights=metro"}, "cluster.weights must be one of");
+  checkFails("", {"cluster.weights=metro"}, "cluster.weights: unknown rule 'metro' (one of metropolis, mh");
   checkFails("", {"data.partition=sorted"}, "data.partition must be one of");
 }
 
