@@ -35,8 +35,9 @@ std::string withId(std::string path, PeerId id) {
 // the union so that all nodes (and the test set) share one coordinate system.
 void loadNodeFiles(training::DataSpec spec, int shards, SimProblem& p) {
   const std::string scaling = spec.scaling;
-  const std::string trainPattern = spec.train, labelPattern = spec.train_labels;
+  const std::string trainPattern = spec.train, labelPattern = spec.train_labels, testPath = spec.test;
   spec.scaling = "none";
+  spec.check_labels = false;  // one node's file may lack a class; the union is checked below
   std::vector<training::Dataset> parts;
   for (int i = 0; i < shards; ++i) {
     spec.train = withId(trainPattern, static_cast<PeerId>(i));
@@ -50,6 +51,9 @@ void loadNodeFiles(training::DataSpec spec, int shards, SimProblem& p) {
     parts.push_back(std::move(loaded.train));
   }
   auto [all, partition] = training::concatNodes(parts);
+  if (!spec.regression)
+    training::checkLabels(all, withId(trainPattern, 0) + " (and the other nodes' files)", p.test ? &*p.test : nullptr,
+                          testPath);
   if (p.test) all.classes = p.test->classes = std::max(all.classes, p.test->classes);
   const auto scaler = training::Scaler::fit(all, training::parseScaling(scaling));
   scaler.apply(all);

@@ -107,6 +107,11 @@ expect_ok "sim mh" "" -- "${SYN[@]}" --set algorithm.rounds=2 --set cluster.weig
 expect "sim bad weights" "^gossipd sim: cluster.weights: unknown rule 'mhh'" -- sim --set cluster.weights=mhh
 expect "sim odd regular" "^gossipd sim: cluster.degree: " -- "${SYN[@]}" --set cluster.nodes=5 --set cluster.topology=random_regular --set cluster.degree=3
 expect_ok "topo large n is fast" "not computed above" -- topo --topology random-regular --degree 4 --nodes 16384
+printf 'a,b,label\n1,2,0\n3,4,1\n5,6,255\n' >"$TMP/gap.csv"
+printf 'a,b,label\n1,2,0\n3,4,2\n' >"$TMP/test3.csv"
+printf 'a,b,label\n1,2,0\n3,4,1\n5,6,2\n' >"$TMP/three.csv"
+expect "label gap" "gap.csv: label 255 occurs but label 2 does not" -- sim "${CSV[@]}" --set model.kind=softmax --set "data.train=$TMP/gap.csv"
+expect "test-only label" "test3.csv: label 2 does not occur" -- sim "${CSV[@]}" --set "data.train=$TMP/ok.csv" --set "data.test=$TMP/test3.csv"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

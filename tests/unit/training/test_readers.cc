@@ -270,11 +270,14 @@ TEST_CASE("loadDataset reconciles train and test") {
   DataSpec s;
   s.format = "libsvm";
   s.train = dir.writeText("tr.svm", "0 1:1 4:1\n1 2:1\n");
-  s.test = dir.writeText("te.svm", "2 1:1\n");
+  s.test = dir.writeText("te.svm", "1 1:1\n");
   const LoadedData d = loadDataset(s);
   CHECK(d.test->features() == 4);  // padded to the training width
-  CHECK(d.train.classes == 3);     // max over train and test
-  CHECK(d.test->classes == 3);
+  CHECK(d.train.classes == 2);
+  CHECK(d.test->classes == 2);
+  // A class only the test set has cannot be learned: refused rather than silently widening the model.
+  s.test = dir.writeText("te3.svm", "2 1:1\n");
+  expectDataError([&] { loadDataset(s); }, {"te3.svm", "label 2 does not occur"});
   s.test = dir.writeText("wide.svm", "1 5:1\n");
   expectDataError([&] { loadDataset(s); }, {"wide.svm:1:", "exceeds"});
 
@@ -301,4 +304,23 @@ TEST_CASE("loadDataset reconciles train and test") {
   CHECK_THROWS_WITH_AS(loadDataset(bad), doctest::Contains("data.train_labels"), ConfigError);
   bad.train.clear();
   CHECK_THROWS_WITH_AS(loadDataset(bad), doctest::Contains("data.train"), ConfigError);
+}
+
+// Labels: the class count is the number of distinct labels, which must be 0..C-1.
+TEST_CASE("labels with a gap or a test-only label are refused, naming the file and label") {
+  using gossip::training::checkLabels;
+  using gossip::training::Dataset;
+  Dataset train, test;
+  train.y = {0, 1, 2, 1, 0};
+  test.y = {0, 2};
+  CHECK_NOTHROW(checkLabels(train, "train.csv", &test, "test.csv"));
+  test.y = {0, 3};
+  CHECK_THROWS_WITH_AS(checkLabels(train, "train.csv", &test, "test.csv"),
+                       doctest::Contains("test.csv: label 3 does not occur in the training data train.csv"),
+                       gossip::DataError);
+  train.y = {0, 1, 255, 1};
+  CHECK_THROWS_WITH_AS(checkLabels(train, "labels-idx1", nullptr, ""),
+                       doctest::Contains("labels-idx1: label 255 occurs but label 2 does not"), gossip::DataError);
+  Dataset regression;
+  CHECK_NOTHROW(checkLabels(regression, "r.csv", nullptr, ""));
 }
