@@ -9,6 +9,7 @@
 #include "training/data_loader.h"
 #include "training/model_factory.h"
 #include "training/partition.h"
+#include "training/reference_solver.h"
 #include "training/scaling.h"
 #include "training/synthetic.h"
 
@@ -60,6 +61,27 @@ void loadNodeFiles(training::DataSpec spec, int shards, SimProblem& p) {
   if (p.test) scaler.apply(*p.test);
   p.train = std::move(all);
   p.setup.partition = std::move(partition);
+}
+
+// A classifier without regularisation has no finite optimum on separable data (the loss tends to 0 as
+// ||x|| grows), and the reference solve would run to its iteration limit for minutes and report rel.err 1.
+bool noFiniteOptimumPossible(const Config& c) {
+  return (c.model.kind == "logistic" || c.model.kind == "softmax") && c.model.l2 == 0 && c.model.l1 == 0;
+}
+
+// A bounded solve on the pooled data (separability does not depend on how samples are weighted); when it
+// finds no optimum, run without suboptimality/rel_error and say why on stderr.
+void checkOptimumExists(const SimProblem& p, bool& reference) {
+  std::vector<std::uint32_t> rows(p.train.samples());
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::uint32_t>(i);
+  const training::Shard all{&p.train, rows};
+  const auto r = training::solveReference(*p.model, std::span(&all, 1),
+                                          {.max_iters = 5000, .max_seconds = 5.0});
+  if (training::referenceFound(r)) return;
+  reference = false;
+  std::fprintf(stderr,
+               "gossipd sim: warning: reference optimum not found (data may be separable; set model.l2 > 0); "
+               "running without suboptimality/rel_error\n");
 }
 
 }  // namespace
@@ -128,6 +150,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   s.test = p->test ? &*p->test : nullptr;
   s.reference = convex(c.model.kind) &&
                 static_cast<double>(p->train.samples()) * static_cast<double>(p->model->dim()) <= kReferenceMaxEntries;
+  if (s.reference && noFiniteOptimumPossible(c)) checkOptimumExists(*p, s.reference);
   s.algorithm.name = c.algorithm.name;
   s.algorithm.eta = c.algorithm.eta;
   s.algorithm.gamma = c.algorithm.gamma;

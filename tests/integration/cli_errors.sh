@@ -112,6 +112,14 @@ printf 'a,b,label\n1,2,0\n3,4,2\n' >"$TMP/test3.csv"
 printf 'a,b,label\n1,2,0\n3,4,1\n5,6,2\n' >"$TMP/three.csv"
 expect "label gap" "gap.csv: label 255 occurs but label 2 does not" -- sim "${CSV[@]}" --set model.kind=softmax --set "data.train=$TMP/gap.csv"
 expect "test-only label" "test3.csv: label 2 does not occur" -- sim "${CSV[@]}" --set "data.train=$TMP/ok.csv" --set "data.test=$TMP/test3.csv"
+# Separable data, no L2: no finite optimum. A warning, and a run without rel.err, in seconds.
+printf 'a,label\n-2,0\n-1,0\n1,1\n2,1\n-3,0\n3,1\n' >"$TMP/sep.csv"
+if timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err" &&
+   grep -q "reference optimum not found (data may be separable; set model.l2 > 0)" "$TMP/err" && ! grep -q "rel\.err " "$TMP/err"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); echo "FAIL separable data:"; sed 's/^/  | /' "$TMP/err"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
