@@ -184,7 +184,7 @@ TEST_CASE("malformed LIBSVM lines name file and line") {
   expectDataError(bad("1 1:1\n-2 1:1\n"), {"bad.svm:2:", "class index"});
   expectDataError(bad("# nothing\n\n"), {"bad.svm", "no samples"});
   expectDataError(bad("1 4000000000:1\n"), {"bad.svm", "dense matrix"});
-  expectDataError(bad(std::string("\x01\x02\0\xff 1:1\n", 9)), {"bad.svm:1:", "bad label '" + std::string(4, '?') + "'"});
+  expectDataError(bad(std::string("\x01\x02\0\xff 1:1\n", 9)), {"bad.svm:1:", R"(bad label '\x01\x02\x00\xff')"});
   TextReadOptions narrow;
   narrow.features = 2;
   const auto p = dir.writeText("w.svm", "1 1:1\n1 3:1\n");
@@ -323,4 +323,16 @@ TEST_CASE("labels with a gap or a test-only label are refused, naming the file a
                        doctest::Contains("labels-idx1: label 255 occurs but label 2 does not"), gossip::DataError);
   Dataset regression;
   CHECK_NOTHROW(checkLabels(regression, "r.csv", nullptr, ""));
+}
+
+TEST_CASE("a UTF-8 byte-order mark is skipped, and binary bytes in messages are escaped") {
+  using namespace gossip::training;
+  TempDir dir;
+  TextReadOptions opt;
+  opt.label_column = -1;
+  const Dataset d = readCsv(dir.writeText("bom.csv", "\xEF\xBB\xBF" "1,2,0\n3,4,1\n"), opt);
+  CHECK(d.samples() == 2);
+  CHECK(d.X(0, 0) == 1.0f);
+  CHECK(readLibsvm(dir.writeText("bom.svm", "\xEF\xBB\xBF" "1 1:2\n0 2:1\n"), {}).samples() == 2);
+  expectDataError([&] { readCsv(dir.writeText("junk.csv", "1,2,0\n\x01x,4,1\n"), opt); }, {"junk.csv:2:", "'\\x01x'"});
 }
