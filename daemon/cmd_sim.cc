@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -44,6 +46,32 @@ void printProgress(const sim::EvalRecord& r, Round total) {
   std::fprintf(stderr, "  [%.1fs]\n", r.seconds);
 }
 
+constexpr const char* kSimUsage =
+    "usage: gossipd sim [--config F] [--set section.key=value]... [--out results.json]\n"
+    "  N virtual nodes in one process; progress on stderr, results as JSON with --out.\n"
+    "  --config F     TOML configuration (docs/config.md lists every key)\n"
+    "  --set S.K=V    override one key after the file; repeatable\n"
+    "  --out FILE     write the results JSON here when the run completes\n";
+
+// Fails before the run if `out` cannot be written: a directory, a missing parent, or a parent that does
+// not accept a new file (probed by creating and removing a temporary file next to it).
+void checkOutPath(const std::string& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (out.empty()) throw ConfigError("--out: empty file name");
+  if (fs::is_directory(out, ec)) throw ConfigError("--out: '" + out + "' is a directory");
+  fs::path parent = fs::path(out).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec))
+    throw ConfigError("--out: directory '" + parent.string() + "' of '" + out + "' does not exist");
+  const fs::path probe = parent / (".gossipd-probe-" + std::to_string(::getpid()));
+  {
+    std::ofstream f(probe);
+    if (!f) throw ConfigError("--out: cannot write in directory '" + parent.string() + "' (for '" + out + "')");
+  }
+  fs::remove(probe, ec);
+}
+
 }  // namespace
 
 int sim(std::vector<std::string> argv) {
@@ -52,29 +80,41 @@ int sim(std::vector<std::string> argv) {
   std::vector<std::string> sets;
   while (!args.done()) {
     const std::string flag = args.next("sim");
-    if (flag == "--config") configFile = args.next(flag);
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kSimUsage, stdout);
+      return 0;
+    }
+    if (flag == "--config") {
+      if (configFile) throw ConfigError("--config given twice ('" + *configFile + "' and '" + args.next(flag) + "')");
+      configFile = args.next(flag);
+    }
     else if (flag == "--set") sets.push_back(args.next(flag));
     else if (flag == "--out") out = args.next(flag);
     else throw ConfigError("unknown option '" + flag + "' (expected --config, --set, --out)");
   }
   const daemon::Config config = daemon::loadConfig(configFile, sets);
-  // Results go to <out>.partial first and are renamed over <out> only when complete: an unwritable path
-  // fails before the run, and an interrupted run never leaves a truncated results file behind.
-  std::ofstream outFile;
-  const std::string partial = out ? *out + ".partial" : "";
-  if (out) {
-    outFile.open(partial);
-    if (!outFile) throw ConfigError("--out: cannot write '" + *out + "'");
+  // An unwritable --out fails before the run. The results are written only when the run is complete, to
+  // <out>.partial renamed over <out>: an interrupted run leaves no file at all, never a truncated one.
+  if (out) checkOutPath(*out);
+  std::vector<sim::EvalRecord> records;
+  std::unique_ptr<daemon::SimProblem> problem;
+  try {
+    problem = daemon::buildSimProblem(config);
+    sim::Simulator simulator(problem->setup);
+    std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds, %zu parameters\n", config.cluster.nodes,
+                 config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
+                 static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
+    const Round total = config.algorithm.rounds;
+    records = simulator.run([total](const sim::EvalRecord& r) { printProgress(r, total); });
+  } catch (const ConfigError& e) {
+    // The topology, data and algorithm modules name their own parameter ("degree: ..."); name the key.
+    throw ConfigError(daemon::withConfigKey(e.what()));
   }
-  auto problem = daemon::buildSimProblem(config);
-  sim::Simulator simulator(problem->setup);
-  std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds, %zu parameters\n", config.cluster.nodes,
-               config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
-               static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
-  const Round total = config.algorithm.rounds;
-  const auto records = simulator.run([total](const sim::EvalRecord& r) { printProgress(r, total); });
 
   if (out) {
+    const std::string partial = *out + ".partial";
+    std::ofstream outFile(partial);
+    if (!outFile) throw ConfigError("--out: cannot write '" + partial + "'");
     nlohmann::json j;
     j["config"] = daemon::toJson(config);
     j["records"] = nlohmann::json::array();
@@ -82,8 +122,10 @@ int sim(std::vector<std::string> argv) {
     outFile << j.dump(1) << "\n";
     outFile.close();
     std::error_code ec;
-    if (!outFile || (std::filesystem::rename(partial, *out, ec), ec))
+    if (!outFile || (std::filesystem::rename(partial, *out, ec), ec)) {
+      std::filesystem::remove(partial, ec);
       throw ConfigError("--out: write to '" + *out + "' failed");
+    }
     std::fprintf(stderr, "wrote %s\n", out->c_str());
   }
   return 0;

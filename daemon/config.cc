@@ -89,6 +89,16 @@ nlohmann::json toJson(const Config& config) {
   return out;
 }
 
+std::string withConfigKey(const std::string& msg) {
+  static const std::pair<std::string_view, std::string_view> kMap[] = {
+      {"degree: ", "cluster.degree: "},   {"edge_prob: ", "cluster.edge_prob: "}, {"edge_file: ", "cluster.edges: "},
+      {"edge list ", "cluster.edges: edge list "}, {"weights: ", "cluster.weights: "}, {"rows: ", "cluster.rows: "},
+      {"topology: ", "cluster.topology: "}, {"nodes: ", "cluster.nodes: "},  {"algorithm ", "compressor.name: algorithm "}};
+  for (const auto& [from, to] : kMap)
+    if (msg.starts_with(from)) return std::string(to) + msg.substr(from.size());
+  return msg;
+}
+
 topology::TopologyParams topologyParams(const ClusterConfig& cluster) {
   topology::TopologyParams p;
   p.kind = topology::parseKind(cluster.topology);

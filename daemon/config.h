@@ -39,11 +39,17 @@ inline constexpr std::array<std::string_view, 2> kStatelessAlgorithms{"dpsgd", "
 inline constexpr std::array<std::string_view, 4> kLrSchedules{"constant", "step", "inverse", "cosine"};
 inline constexpr std::array<std::string_view, 2> kLocalSchedules{"fixed", "adaptive"};
 inline constexpr std::array<std::string_view, 4> kEstimators{"sgd", "full", "lsvrg", "saga"};
+// Canonical weight-rule names; cluster.weights is parsed by topology::parseWeightRule, the same parser as
+// `gossipd topo --weights`, which also accepts the aliases mh, metropolis-hastings and max-degree.
 inline constexpr std::array<std::string_view, 3> kWeightRules{"metropolis", "maxdegree", "uniform"};
 inline constexpr std::array<std::string_view, 4> kModelKinds{"softmax", "logistic", "mlp", "least_squares"};
 inline constexpr std::array<std::string_view, 4> kDataFormats{"idx", "libsvm", "csv", "synthetic"};
 inline constexpr std::array<std::string_view, 3> kScalings{"none", "minmax", "standardize"};
 inline constexpr std::array<std::string_view, 3> kPartitions{"iid", "label_sorted", "dirichlet"};
+
+// Node ids (and cluster.nodes) are capped: a sim holds one state and one data shard per id, so an id like
+// 1000000 is a typo, not a plan (the memory estimate, daemon/memory_estimate.h, checks the rest).
+inline constexpr std::uint32_t kMaxNodes = 65536;
 
 struct NodeConfig {
   PeerId id = 0;
@@ -122,7 +128,6 @@ struct FaultsConfig {
   double drop = 0.0;                  // per-message drop probability (stateless algorithms only)
   std::vector<FaultEvent> crash;
   std::vector<FaultEvent> join;
-  std::uint32_t delay_ms = 0;         // added delivery delay
 };
 
 struct SimConfig {
@@ -168,6 +173,11 @@ std::vector<std::string> validate(const Config& config);
 
 // The resolved config as {section: {key: value}}, every key present; written into sim results.
 nlohmann::json toJson(const Config& config);
+
+// A library message that names a bare parameter ("degree: ...", "weights: ...", "edge list '...'", from the
+// topology, data and algorithm modules) rewritten to name the config key the user sets
+// ("cluster.degree: ..."). Other messages are returned unchanged.
+std::string withConfigKey(const std::string& message);
 
 // Conversions for the other modules. Both assume a validated config (they throw ConfigError otherwise).
 topology::TopologyParams topologyParams(const ClusterConfig& cluster);

@@ -29,14 +29,14 @@ const KeySpec kSchema[] = {
     K(node, http),
     K(node, data_dir),
 
-    K(cluster, nodes, Range::atLeast(1)),
+    K(cluster, nodes, Range::closed(1, kMaxNodes)),
     K(cluster, topology),  // checked with topology::parseKind in validate()
     K(cluster, degree, Range::atLeast(1)),
     K(cluster, extra, Range::atLeast(0)),
     K(cluster, rows, Range::atLeast(0)),
     K(cluster, edge_prob, Range::closed(0, 1)),
     K(cluster, edges),
-    K(cluster, weights, {}, choicesOf<kWeightRules>),
+    K(cluster, weights),  // checked with topology::parseWeightRule in validate(), as `gossipd topo` does
     K(cluster, seed),
     K(cluster, seeds),
 
@@ -94,7 +94,6 @@ const KeySpec kSchema[] = {
     K(faults, drop, Range::rightOpen(0, 1)),
     K(faults, crash),
     K(faults, join),
-    K(faults, delay_ms, Range::atLeast(0)),
 
     K(sim, eval_every, Range::atLeast(1)),
     K(sim, eval_test_max, Range::atLeast(0)),

@@ -87,6 +87,11 @@ void checkTopology(const Config& c, std::vector<std::string>& p) {
     if (why.starts_with("topology: ")) why.remove_prefix(10);
     p.push_back("cluster.topology: " + std::string(why));
   }
+  try {
+    (void)topology::parseWeightRule(c.cluster.weights);
+  } catch (const ConfigError& e) {
+    p.push_back(withConfigKey(e.what()));
+  }
 }
 
 void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
@@ -100,6 +105,12 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
   if (a.local_schedule == "adaptive" && a.local_steps_max < a.local_steps)
     p.push_back("algorithm.local_steps_max must be >= algorithm.local_steps (" + std::to_string(a.local_steps) +
                 ") when algorithm.local_schedule = 'adaptive' (got " + std::to_string(a.local_steps_max) + ")");
+  // NIDS and ED exchange exact fp32 differences (ALGORITHMS.md §4.4); they have no compressed form, so a
+  // compressor would be ignored while the results claim it was used.
+  if ((a.name == "nids" || a.name == "ed") && c.compressor.name != "fp32" && c.compressor.name != "identity")
+    p.push_back("compressor.name must be fp32 when algorithm.name = " + inQuotes(a.name) + " (" + a.name +
+                " sends uncompressed fp32 differences; use lead or choco to compress) (got " +
+                inQuotes(c.compressor.name) + ")");
   if (c.model.kind == "mlp" && c.model.hidden.empty())
     p.push_back("model.hidden must list at least one layer width when model.kind = 'mlp'");
 }
@@ -120,6 +131,14 @@ void checkFaults(const Config& c, std::vector<std::string>& p) {
   };
   rounds(c.faults.crash, "crash");
   rounds(c.faults.join, "join");
+  const auto ids = [&](const std::vector<FaultEvent>& list, const char* key) {
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (list[i].node >= kMaxNodes)
+        p.push_back(std::string("faults.") + key + "[" + std::to_string(i) + "].node must be < " +
+                    std::to_string(kMaxNodes) + " (got " + std::to_string(list[i].node) + ")");
+  };
+  ids(c.faults.crash, "crash");
+  ids(c.faults.join, "join");
   // Replay the membership timeline: nodes 0..nodes-1 start alive; a crash needs an alive node, a join a node
   // that is not alive (a new id, or a crashed one restarting with fresh state). Crashes of a round come first.
   struct Ev {

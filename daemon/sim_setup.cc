@@ -5,9 +5,11 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "daemon/memory_estimate.h"
 #include "training/data_loader.h"
 #include "training/model_factory.h"
 #include "training/partition.h"
+#include "training/reference_solver.h"
 #include "training/scaling.h"
 #include "training/synthetic.h"
 
@@ -34,8 +36,9 @@ std::string withId(std::string path, PeerId id) {
 // the union so that all nodes (and the test set) share one coordinate system.
 void loadNodeFiles(training::DataSpec spec, int shards, SimProblem& p) {
   const std::string scaling = spec.scaling;
-  const std::string trainPattern = spec.train, labelPattern = spec.train_labels;
+  const std::string trainPattern = spec.train, labelPattern = spec.train_labels, testPath = spec.test;
   spec.scaling = "none";
+  spec.check_labels = false;  // one node's file may lack a class; the union is checked below
   std::vector<training::Dataset> parts;
   for (int i = 0; i < shards; ++i) {
     spec.train = withId(trainPattern, static_cast<PeerId>(i));
@@ -49,12 +52,36 @@ void loadNodeFiles(training::DataSpec spec, int shards, SimProblem& p) {
     parts.push_back(std::move(loaded.train));
   }
   auto [all, partition] = training::concatNodes(parts);
+  if (!spec.regression)
+    training::checkLabels(all, withId(trainPattern, 0) + " (and the other nodes' files)", p.test ? &*p.test : nullptr,
+                          testPath);
   if (p.test) all.classes = p.test->classes = std::max(all.classes, p.test->classes);
   const auto scaler = training::Scaler::fit(all, training::parseScaling(scaling));
   scaler.apply(all);
   if (p.test) scaler.apply(*p.test);
   p.train = std::move(all);
   p.setup.partition = std::move(partition);
+}
+
+// A classifier without regularisation has no finite optimum on separable data (the loss tends to 0 as
+// ||x|| grows), and the reference solve would run to its iteration limit for minutes and report rel.err 1.
+bool noFiniteOptimumPossible(const Config& c) {
+  return (c.model.kind == "logistic" || c.model.kind == "softmax") && c.model.l2 == 0 && c.model.l1 == 0;
+}
+
+// A bounded solve on the pooled data (separability does not depend on how samples are weighted); when it
+// finds no optimum, run without suboptimality/rel_error and say why on stderr.
+void checkOptimumExists(const SimProblem& p, bool& reference) {
+  std::vector<std::uint32_t> rows(p.train.samples());
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::uint32_t>(i);
+  const training::Shard all{&p.train, rows};
+  const auto r = training::solveReference(*p.model, std::span(&all, 1),
+                                          {.max_iters = 5000, .max_seconds = 5.0});
+  if (training::referenceFound(r)) return;
+  reference = false;
+  std::fprintf(stderr,
+               "gossipd sim: warning: reference optimum not found (data may be separable; set model.l2 > 0); "
+               "running without suboptimality/rel_error\n");
 }
 
 }  // namespace
@@ -66,6 +93,11 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   const int shards = static_cast<int>(maxId) + 1;
 
   if (c.data.format == "synthetic") {
+    // Checked before the shards are generated: their size grows with the largest node id.
+    const double synthetic_bytes = 4.0 * shards * c.data.synthetic_samples * (c.data.synthetic_dim + 1.0);
+    checkSimMemory(c,
+                   estimateSimMemory(c, c.data.synthetic_dim + 1, c.data.synthetic_samples, 2, synthetic_bytes),
+                   memAvailableBytes());
     const auto parts =
         c.model.kind == "least_squares"
             ? training::makeSyntheticLeastSquares(shards, c.data.synthetic_samples, c.data.synthetic_dim,
@@ -106,6 +138,10 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   ms.l1 = c.model.l1;
   ms.l2 = c.model.l2;
   p->model = training::makeModel(ms, p->train.features(), p->train.classes);
+  checkSimMemory(c,
+                 estimateSimMemory(c, p->model->dim(), static_cast<double>(p->train.samples()) / shards,
+                                   p->train.classes, 0.0),
+                 memAvailableBytes());
   p->compressor = compress::makeCompressor(c.compressor);
 
   sim::SimSetup& s = p->setup;
@@ -114,6 +150,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   s.test = p->test ? &*p->test : nullptr;
   s.reference = convex(c.model.kind) &&
                 static_cast<double>(p->train.samples()) * static_cast<double>(p->model->dim()) <= kReferenceMaxEntries;
+  if (s.reference && noFiniteOptimumPossible(c)) checkOptimumExists(*p, s.reference);
   s.algorithm.name = c.algorithm.name;
   s.algorithm.eta = c.algorithm.eta;
   s.algorithm.gamma = c.algorithm.gamma;

@@ -41,6 +41,27 @@ void truncate(Dataset& d, std::size_t n) {
 }
 }  // namespace
 
+void checkLabels(const Dataset& train, const std::string& train_path, const Dataset* test,
+                 const std::string& test_path) {
+  if (train.y.empty()) return;
+  std::vector<std::int32_t> labels(train.y);
+  std::sort(labels.begin(), labels.end());
+  labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+  const auto classes = static_cast<std::int32_t>(labels.size());
+  if (labels.back() != classes - 1) {
+    std::int32_t missing = 0;
+    while (std::binary_search(labels.begin(), labels.end(), missing)) ++missing;
+    throw DataError(train_path + ": label " + std::to_string(labels.back()) + " occurs but label " +
+                    std::to_string(missing) + " does not; class labels must be 0.." + std::to_string(classes - 1) +
+                    " for the " + std::to_string(classes) + " distinct labels (gaps are not allowed)");
+  }
+  if (test == nullptr) return;
+  for (std::int32_t v : test->y)
+    if (v < 0 || v >= classes)
+      throw DataError(test_path + ": label " + std::to_string(v) + " does not occur in the training data " +
+                      train_path + " (labels 0.." + std::to_string(classes - 1) + ")");
+}
+
 LoadedData loadDataset(const DataSpec& spec) {
   if (spec.format != "idx" && spec.format != "libsvm" && spec.format != "csv")
     throw ConfigError("data.format: unknown '" + spec.format + "' (idx, libsvm, csv)");
@@ -62,6 +83,7 @@ LoadedData loadDataset(const DataSpec& spec) {
       throw DataError(spec.test + ": " + std::to_string(out.test->features()) + " features, but the training file " +
                       spec.train + " has " + std::to_string(out.train.features()));
   }
+  if (!spec.regression && spec.check_labels) checkLabels(out.train, spec.train, out.test ? &*out.test : nullptr, spec.test);
   if (!spec.regression) {
     int classes = out.train.classes;
     if (out.test) classes = std::max(classes, out.test->classes);

@@ -24,7 +24,16 @@ struct DataSpec {
   int classes = 0;                   // 0 = inferred (max label + 1 over train and test)
   bool regression = false;           // libsvm/csv: labels are real-valued targets
   std::size_t limit = 0;             // keep only the first `limit` training samples (0 = all)
+  // Check the labels with checkLabels() (off when the caller checks the union of several files itself).
+  bool check_labels = true;
 };
+
+// Class labels must be 0..C-1 with every value present in the training set (C = number of distinct labels,
+// which is the class count), and the test set may only use labels the training set has. A stray label such
+// as 255 would otherwise silently make a 256-class model. DataError naming the file and the label.
+// No-op for regression data (empty y).
+void checkLabels(const Dataset& train, const std::string& train_path, const Dataset* test,
+                 const std::string& test_path);
 
 struct LoadedData {
   Dataset train;

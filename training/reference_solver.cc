@@ -1,6 +1,7 @@
 #include "training/reference_solver.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -65,6 +66,7 @@ ReferenceResult solveReference(const Model& model, std::span<const Shard> shards
   double t = 1.0;
   double best_step = std::numeric_limits<double>::infinity();
   std::size_t since_best = 0;
+  const auto start = std::chrono::steady_clock::now();
   for (res.iterations = 1; res.iterations <= opt.max_iters; ++res.iterations) {
     // Backtracking on the gradient-difference form of the descent lemma: ||grad(z) - grad(y)|| <= L ||z - y||.
     // It compares gradients rather than objective values, so it stays meaningful at rounding-level steps.
@@ -103,6 +105,11 @@ ReferenceResult solveReference(const Model& model, std::span<const Shard> shards
       res.stalled = true;
       break;
     }
+    if (opt.max_seconds > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > opt.max_seconds) {
+      res.timed_out = true;
+      break;
+    }
   }
   res.iterations = std::min(res.iterations, opt.max_iters);
   res.x = x;
@@ -111,5 +118,7 @@ ReferenceResult solveReference(const Model& model, std::span<const Shard> shards
   res.residual = proxGradResidual(model, shards, x, 1.0 / L);
   return res;
 }
+
+bool referenceFound(const ReferenceResult& r) { return r.converged || r.stalled; }
 
 }  // namespace gossip::training

@@ -27,6 +27,7 @@ struct ReferenceOptions {
   double tol = 1e-15;           // stop when ||x_{k+1} - x_k|| <= tol * ||x_{k+1}||
   std::size_t stall_iters = 2000;  // ...or when that relative step has not reached a new low for this many
                                    // iterations after falling below 1e-12 (rounding noise floor)
+  double max_seconds = 0;       // > 0: give up after this much wall time (converged and stalled stay false)
 };
 
 struct ReferenceResult {
@@ -37,7 +38,13 @@ struct ReferenceResult {
   std::size_t iterations = 0;
   bool converged = false;  // tol reached (false also when stopped by stall, see `stalled`)
   bool stalled = false;
+  bool timed_out = false;  // stopped by max_seconds
 };
+
+// Whether a bounded solve (max_iters, max_seconds) found the optimum. Without regularisation a logistic or
+// softmax model on separable data has no finite optimum: the iterate norm grows forever and the loss tends
+// to 0, so the unbounded solver would run to max_iters. Callers use this to skip suboptimality then.
+bool referenceFound(const ReferenceResult& r);
 
 // (1/n) sum_i f_i(x), and its gradient into grad when given.
 double smoothObjective(const Model& model, std::span<const Shard> shards, const Vec& x, Vec* grad = nullptr);

@@ -22,9 +22,18 @@ namespace {
 
 std::string quoted(std::string_view s) {
   constexpr std::size_t kMax = 40;  // keep messages one short line even for garbage input
-  std::string out(s.substr(0, kMax));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';  // binary junk
+  std::string out;
+  for (char c : s.substr(0, kMax)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7F) {
+      out += c;
+    } else {  // binary junk, shown as \xNN
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
   if (s.size() > kMax) out += "...";
   return "'" + out + "'";
 }
@@ -44,8 +53,11 @@ void forEachToken(std::string_view s, F&& f) {
 
 bool fitsFloat(double v) { return std::abs(v) <= std::numeric_limits<float>::max(); }
 
+// The file as text, without a UTF-8 byte-order mark (spreadsheet exports start with one).
 std::string_view asText(const std::vector<unsigned char>& bytes) {
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  return text;
 }
 }  // namespace
 

@@ -24,6 +24,21 @@ expect() {
   fi
 }
 
+# expect_ok NAME PATTERN -- ARGS...: exit 0 within 20 s, stdout matching PATTERN
+expect_ok() {
+  local name=$1 pattern=$2
+  shift 3
+  timeout 20 "$GOSSIPD" "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  if [ "$rc" -eq 0 ] && { [ -z "$pattern" ] || grep -qE -- "$pattern" "$TMP/out"; }; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name: exit $rc, expected stdout /$pattern/:"
+    head -3 "$TMP/out" "$TMP/err" | sed 's/^/  | /'
+  fi
+}
+
 printf 'a,b,label\n1,2,0\n3,4,1\n' >"$TMP/ok.csv"
 printf 'a,b,c,label\n1,2,3,0\n3,4,5,1\n' >"$TMP/wide.csv"
 printf 'a,b,label\n1,2,0\n3,oops,1\n' >"$TMP/bad.csv"
@@ -56,6 +71,55 @@ expect "topo unknown kind" "topology|blob" -- topo --topology blob --nodes 4
 expect "topo bad nodes" "nodes" -- topo --topology ring --nodes -3
 expect "topo odd regular" "degree|regular" -- topo --topology random_regular --nodes 5 --degree 3
 expect "unwritable out" "out" -- sim --set data.format=synthetic --set model.kind=logistic --out /nonexistent-dir/r.json
+expect "absurd node count" "cluster.nodes" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=1000000
+expect "absurd join id" "faults.join\[0\].node" -- sim --set data.format=synthetic --set model.kind=logistic --set 'faults.join=[{node=1000000,round=1}]'
+expect "run larger than memory" "cluster.nodes = 60000.*MemAvailable" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=60000 --set data.synthetic_dim=1000000
+# --out is checked before the run, and nothing is written until the run completes (an interrupted run
+# leaves no file; SIGTERM because a background job of a script ignores SIGINT).
+SYN=(sim --set data.format=synthetic --set model.kind=logistic)
+expect "out is a directory" "--out: .* is a directory" -- "${SYN[@]}" --out "$TMP"
+expect "out parent missing" "--out: directory .* does not exist" -- "${SYN[@]}" --out "$TMP/no/such/r.json"
+mkdir "$TMP/ro" && chmod 555 "$TMP/ro"
+if [ "$(id -u)" -ne 0 ]; then
+  expect "out parent read-only" "--out: cannot write in directory" -- "${SYN[@]}" --out "$TMP/ro/r.json"
+fi
+"$GOSSIPD" "${SYN[@]}" --set algorithm.rounds=10000000 --set cluster.nodes=64 --set data.synthetic_dim=5000 --out "$TMP/int.json" 2>/dev/null &
+simpid=$!
+sleep 1
+kill -TERM "$simpid" 2>/dev/null
+wait "$simpid" 2>/dev/null
+if ls "$TMP"/int.json* >/dev/null 2>&1; then
+  fail=$((fail + 1)); echo "FAIL interrupted run left a file: $(ls "$TMP"/int.json*)"
+else
+  pass=$((pass + 1))
+fi
+expect_ok "out written" "" -- "${SYN[@]}" --set algorithm.rounds=3 --out "$TMP/done.json"
+[ -s "$TMP/done.json" ] && [ ! -e "$TMP/done.json.partial" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL out not written"; }
+
+# Help, repeated flags, names that sim and topo share.
+expect_ok "sim --help" "usage: gossipd sim" -- sim --help
+expect_ok "sim -h" "usage: gossipd sim" -- sim -h
+expect_ok "topo --help" "usage: gossipd topo" -- topo --help
+expect_ok "help" "usage: gossipd" -- help
+expect "config twice" "--config given twice" -- sim --config "$TMP/a.toml" --config "$TMP/b.toml"
+expect_ok "topo mh" "weights metropolis" -- topo --topology ring --nodes 5 --weights mh
+expect_ok "sim mh" "" -- "${SYN[@]}" --set algorithm.rounds=2 --set cluster.weights=mh
+expect "sim bad weights" "^gossipd sim: cluster.weights: unknown rule 'mhh'" -- sim --set cluster.weights=mhh
+expect "sim odd regular" "^gossipd sim: cluster.degree: " -- "${SYN[@]}" --set cluster.nodes=5 --set cluster.topology=random_regular --set cluster.degree=3
+expect_ok "topo large n is fast" "not computed above" -- topo --topology random-regular --degree 4 --nodes 16384
+printf 'a,b,label\n1,2,0\n3,4,1\n5,6,255\n' >"$TMP/gap.csv"
+printf 'a,b,label\n1,2,0\n3,4,2\n' >"$TMP/test3.csv"
+printf 'a,b,label\n1,2,0\n3,4,1\n5,6,2\n' >"$TMP/three.csv"
+expect "label gap" "gap.csv: label 255 occurs but label 2 does not" -- sim "${CSV[@]}" --set model.kind=softmax --set "data.train=$TMP/gap.csv"
+expect "test-only label" "test3.csv: label 2 does not occur" -- sim "${CSV[@]}" --set "data.train=$TMP/ok.csv" --set "data.test=$TMP/test3.csv"
+# Separable data, no L2: no finite optimum. A warning, and a run without rel.err, in seconds.
+printf 'a,label\n-2,0\n-1,0\n1,1\n2,1\n-3,0\n3,1\n' >"$TMP/sep.csv"
+if timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err" &&
+   grep -q "reference optimum not found (data may be separable; set model.l2 > 0)" "$TMP/err" && ! grep -q "rel\.err " "$TMP/err"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); echo "FAIL separable data:"; sed 's/^/  | /' "$TMP/err"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -18,7 +18,15 @@ namespace gossip::daemon::testutil {
 namespace fs = std::filesystem;
 
 // Repository root, from this file's absolute path (CMake compiles sources by absolute path).
-inline fs::path repoRoot() { return fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path(); }
+// From CMake: __FILE__ is relative to the build directory under ccache's CCACHE_BASEDIR, and ctest runs the
+// test from another directory.
+inline fs::path repoRoot() {
+#ifdef GOSSIP_SOURCE_DIR
+  return fs::path(GOSSIP_SOURCE_DIR);
+#else
+  return fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+#endif
+}
 
 // A TOML file in a per-process temp directory, removed at scope exit.
 struct TempFile {
@@ -131,7 +139,6 @@ seed = 7
 
 [faults]
 drop = 0.0
-delay_ms = 15
 crash = [{node = 2, round = 50}]
 
 [[faults.join]]

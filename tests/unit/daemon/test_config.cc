@@ -116,7 +116,6 @@ TEST_CASE("a full file sets every section's fields") {
   CHECK(c.data.synthetic_dim == 5);
   CHECK(c.data.synthetic_heterogeneity == 0.5);
   CHECK(c.data.seed == 7);
-  CHECK(c.faults.delay_ms == 15);
   CHECK(c.faults.crash == std::vector<FaultEvent>{{2, 50}});
   CHECK(c.faults.join == std::vector<FaultEvent>{{2, 120}, {16, 10}});
   CHECK(c.sim.eval_every == 5);

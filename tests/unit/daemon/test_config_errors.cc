@@ -81,9 +81,9 @@ TEST_CASE("out-of-range values and unknown names are named") {
   checkFails("[algorithm]\nlr = nan\n", {}, "algorithm.lr must be finite");
   checkFails("[algorithm]\neta = 1.5\n", {}, "algorithm.eta must be in (0,1]");
   checkFails("[faults]\ndrop = 1.0\n", {}, "faults.drop must be in [0,1)");
-  checkFails("[cluster]\nnodes = 0\n", {}, "cluster.nodes must be >= 1");
-  checkFails("[cluster]\nnodes = -4\n", {}, "cluster.nodes must be >= 1 (got -4)");
-  checkFails("[cluster]\nnodes = 5000000000\n", {}, "cluster.nodes must be <= 4294967295");
+  checkFails("[cluster]\nnodes = 0\n", {}, "cluster.nodes must be in [1,65536] (got 0)");
+  checkFails("[cluster]\nnodes = -4\n", {}, "cluster.nodes must be in [1,65536] (got -4)");
+  checkFails("[cluster]\nnodes = 5000000000\n", {}, "cluster.nodes must be in [1,65536] (got 5000000000)");
   checkFails("[node]\nid = -1\n", {}, "node.id must be >= 0");
   checkFails("[compressor]\nbits = 0\n", {}, "compressor.bits must be in [1,16]");
   checkFails("[model]\nhidden = [64, 0]\n", {}, "model.hidden[1] must be >= 1");
@@ -93,7 +93,7 @@ TEST_CASE("out-of-range values and unknown names are named") {
   checkFails("", {"compressor.name=topkk"}, "did you mean 'topk'?");
   checkFails("", {"cluster.topology=hypercube"}, "cluster.topology: unknown kind 'hypercube'");
   checkFails("", {"cluster.topology=edge_list"}, "cluster.edges");
-  checkFails("", {"cluster.weights=metro"}, "cluster.weights must be one of");
+  checkFails("", {"cluster.weights=metro"}, "cluster.weights: unknown rule 'metro' (one of metropolis, mh");
   checkFails("", {"data.partition=sorted"}, "data.partition must be one of");
 }
 
@@ -113,6 +113,28 @@ TEST_CASE("rules that relate several keys") {
   checkFails("", {"algorithm.local_schedule=adaptive", "algorithm.local_steps=4"}, "algorithm.local_steps_max");
   checkFails("", {"model.kind=mlp", "model.hidden=[]"}, "model.hidden");
   checkFails("", {"security.enable=true"}, "security.keys_dir is required");
+}
+
+TEST_CASE("nids and ed refuse a compressor they would silently ignore") {
+  checkFails("", {"algorithm.name=nids", "compressor.name=topk"}, "compressor.name must be fp32 when algorithm.name = 'nids'");
+  checkFails("", {"algorithm.name=ed", "compressor.name=lead"}, "compressor.name must be fp32 when algorithm.name = 'ed'");
+  CHECK(errorOf("", {"algorithm.name=nids", "compressor.name=fp32"}).empty());
+  CHECK(errorOf("", {"algorithm.name=ed", "compressor.name=identity"}).empty());
+}
+
+TEST_CASE("cluster.weights takes the same names as gossipd topo, and library messages name the key") {
+  CHECK(errorOf("", {"cluster.weights=mh"}).empty());
+  CHECK(errorOf("", {"cluster.weights=max-degree"}).empty());
+  checkFails("", {"cluster.weights=mhh"}, "cluster.weights: unknown rule 'mhh'");
+  CHECK(withConfigKey("degree: nodes * degree must be even") == "cluster.degree: nodes * degree must be even");
+  CHECK(withConfigKey("weights: x") == "cluster.weights: x");
+  CHECK(withConfigKey("nodes: must be >= 1") == "cluster.nodes: must be >= 1");
+  CHECK(withConfigKey("data.train: x") == "data.train: x");
+}
+
+TEST_CASE("faults.delay_ms was never applied and is no longer a key") {
+  checkFails("[faults]\ndelay_ms = 15\n", {}, "unknown key 'faults.delay_ms'");
+  checkFails("", {"faults.delay_ms=5"}, "unknown key 'faults.delay_ms'");
 }
 
 TEST_CASE("malformed --set and several problems at once") {

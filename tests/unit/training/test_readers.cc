@@ -184,7 +184,7 @@ TEST_CASE("malformed LIBSVM lines name file and line") {
   expectDataError(bad("1 1:1\n-2 1:1\n"), {"bad.svm:2:", "class index"});
   expectDataError(bad("# nothing\n\n"), {"bad.svm", "no samples"});
   expectDataError(bad("1 4000000000:1\n"), {"bad.svm", "dense matrix"});
-  expectDataError(bad(std::string("\x01\x02\0\xff 1:1\n", 9)), {"bad.svm:1:", "bad label '" + std::string(4, '?') + "'"});
+  expectDataError(bad(std::string("\x01\x02\0\xff 1:1\n", 9)), {"bad.svm:1:", R"(bad label '\x01\x02\x00\xff')"});
   TextReadOptions narrow;
   narrow.features = 2;
   const auto p = dir.writeText("w.svm", "1 1:1\n1 3:1\n");
@@ -270,11 +270,14 @@ TEST_CASE("loadDataset reconciles train and test") {
   DataSpec s;
   s.format = "libsvm";
   s.train = dir.writeText("tr.svm", "0 1:1 4:1\n1 2:1\n");
-  s.test = dir.writeText("te.svm", "2 1:1\n");
+  s.test = dir.writeText("te.svm", "1 1:1\n");
   const LoadedData d = loadDataset(s);
   CHECK(d.test->features() == 4);  // padded to the training width
-  CHECK(d.train.classes == 3);     // max over train and test
-  CHECK(d.test->classes == 3);
+  CHECK(d.train.classes == 2);
+  CHECK(d.test->classes == 2);
+  // A class only the test set has cannot be learned: refused rather than silently widening the model.
+  s.test = dir.writeText("te3.svm", "2 1:1\n");
+  expectDataError([&] { loadDataset(s); }, {"te3.svm", "label 2 does not occur"});
   s.test = dir.writeText("wide.svm", "1 5:1\n");
   expectDataError([&] { loadDataset(s); }, {"wide.svm:1:", "exceeds"});
 
@@ -301,4 +304,35 @@ TEST_CASE("loadDataset reconciles train and test") {
   CHECK_THROWS_WITH_AS(loadDataset(bad), doctest::Contains("data.train_labels"), ConfigError);
   bad.train.clear();
   CHECK_THROWS_WITH_AS(loadDataset(bad), doctest::Contains("data.train"), ConfigError);
+}
+
+// Labels: the class count is the number of distinct labels, which must be 0..C-1.
+TEST_CASE("labels with a gap or a test-only label are refused, naming the file and label") {
+  using gossip::training::checkLabels;
+  using gossip::training::Dataset;
+  Dataset train, test;
+  train.y = {0, 1, 2, 1, 0};
+  test.y = {0, 2};
+  CHECK_NOTHROW(checkLabels(train, "train.csv", &test, "test.csv"));
+  test.y = {0, 3};
+  CHECK_THROWS_WITH_AS(checkLabels(train, "train.csv", &test, "test.csv"),
+                       doctest::Contains("test.csv: label 3 does not occur in the training data train.csv"),
+                       gossip::DataError);
+  train.y = {0, 1, 255, 1};
+  CHECK_THROWS_WITH_AS(checkLabels(train, "labels-idx1", nullptr, ""),
+                       doctest::Contains("labels-idx1: label 255 occurs but label 2 does not"), gossip::DataError);
+  Dataset regression;
+  CHECK_NOTHROW(checkLabels(regression, "r.csv", nullptr, ""));
+}
+
+TEST_CASE("a UTF-8 byte-order mark is skipped, and binary bytes in messages are escaped") {
+  using namespace gossip::training;
+  TempDir dir;
+  TextReadOptions opt;
+  opt.label_column = -1;
+  const Dataset d = readCsv(dir.writeText("bom.csv", "\xEF\xBB\xBF" "1,2,0\n3,4,1\n"), opt);
+  CHECK(d.samples() == 2);
+  CHECK(d.X(0, 0) == 1.0f);
+  CHECK(readLibsvm(dir.writeText("bom.svm", "\xEF\xBB\xBF" "1 1:2\n0 2:1\n"), {}).samples() == 2);
+  expectDataError([&] { readCsv(dir.writeText("junk.csv", "1,2,0\n\x01x,4,1\n"), opt); }, {"junk.csv:2:", "'\\x01x'"});
 }

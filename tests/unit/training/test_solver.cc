@@ -172,3 +172,27 @@ TEST_CASE("reference solver on softmax with l2, and input validation") {
   const std::vector<Shard> empty = {{&d, {}}};
   CHECK_THROWS_AS(solveReference(*model, empty), ConfigError);
 }
+
+// Separable data without regularisation has no finite optimum: a bounded solve must say so quickly.
+TEST_CASE("a bounded reference solve reports no optimum on separable data") {
+  using namespace gossip::training;
+  Dataset d;
+  d.X.resize(4, 1);
+  d.X << -2, -1, 1, 2;
+  d.y = {0, 0, 1, 1};
+  d.classes = 2;
+  std::vector<std::uint32_t> rows{0, 1, 2, 3};
+  const Shard shard{&d, rows};
+  ModelSpec ms;
+  ms.kind = "logistic";
+  const auto model = makeModel(ms, 1, 2);
+  const auto r = solveReference(*model, std::span(&shard, 1), {.max_iters = 3000, .max_seconds = 2.0});
+  CHECK_FALSE(referenceFound(r));
+  CHECK(r.x.norm() > 5);  // the iterate keeps growing
+  ms.l2 = 0.1;
+  const auto reg = makeModel(ms, 1, 2);
+  CHECK(referenceFound(solveReference(*reg, std::span(&shard, 1), {.max_iters = 3000, .max_seconds = 2.0})));
+  const auto timed = solveReference(*model, std::span(&shard, 1), {.max_seconds = 1e-9});
+  CHECK(timed.timed_out);
+  CHECK_FALSE(referenceFound(timed));
+}
