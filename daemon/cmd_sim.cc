@@ -1,6 +1,7 @@
 // gossipd sim --config F [--set section.key=value]... [--out results.json]
 // N virtual nodes in one process; progress on stderr, results as JSON (DESIGN.md §2).
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -25,7 +26,9 @@ nlohmann::json toJson(const sim::EvalRecord& r) {
                    {"loss", r.loss},
                    {"consensus_distance", r.consensus_distance},
                    {"bytes_sent", r.bytes_sent},
+                   {"control_bytes_sent", r.control_bytes_sent},
                    {"messages_dropped", r.messages_dropped},
+                   {"messages_rejected", r.messages_rejected},
                    {"alive", r.alive},
                    {"seconds", r.seconds}};
   if (r.node_accuracy_max > 0) {
@@ -48,10 +51,15 @@ void printProgress(const sim::EvalRecord& r, Round total) {
 
 constexpr const char* kSimUsage =
     "usage: gossipd sim [--config F] [--set section.key=value]... [--out results.json]\n"
+    "                   [--save-after R --checkpoint-dir DIR] [--resume DIR]\n"
     "  N virtual nodes in one process; progress on stderr, results as JSON with --out.\n"
     "  --config F     TOML configuration (docs/config.md lists every key)\n"
     "  --set S.K=V    override one key after the file; repeatable\n"
-    "  --out FILE     write the results JSON here when the run completes\n";
+    "  --out FILE     write the results JSON here when the run completes\n"
+    "  --save-after R --checkpoint-dir DIR\n"
+    "                 after round R, write every node's checkpoint and the simulator's state to DIR\n"
+    "  --resume DIR   continue a run saved in DIR (same configuration); ends bit-identical to a run\n"
+    "                 that was never interrupted\n";
 
 // Fails before the run if `out` cannot be written: a directory, a missing parent, or a parent that does
 // not accept a new file (probed by creating and removing a temporary file next to it).
@@ -76,7 +84,8 @@ void checkOutPath(const std::string& out) {
 
 int sim(std::vector<std::string> argv) {
   cli::Args args{std::move(argv)};
-  std::optional<std::string> configFile, out;
+  std::optional<std::string> configFile, out, checkpointDir, resumeDir;
+  std::optional<Round> saveAfter;
   std::vector<std::string> sets;
   while (!args.done()) {
     const std::string flag = args.next("sim");
@@ -90,9 +99,27 @@ int sim(std::vector<std::string> argv) {
     }
     else if (flag == "--set") sets.push_back(args.next(flag));
     else if (flag == "--out") out = args.next(flag);
-    else throw ConfigError("unknown option '" + flag + "' (expected --config, --set, --out)");
+    else if (flag == "--checkpoint-dir") checkpointDir = args.next(flag);
+    else if (flag == "--resume") resumeDir = args.next(flag);
+    else if (flag == "--save-after") {
+      const std::string v = args.next(flag);
+      char* end = nullptr;
+      const unsigned long long r = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || r == 0 || v[0] == '-')
+        throw ConfigError("--save-after: expected a round number >= 1, got '" + v + "'");
+      saveAfter = r;
+    } else
+      throw ConfigError("unknown option '" + flag +
+                        "' (expected --config, --set, --out, --save-after, --checkpoint-dir, --resume)");
   }
+  if (saveAfter.has_value() != checkpointDir.has_value())
+    throw ConfigError("--save-after and --checkpoint-dir go together");
   const daemon::Config config = daemon::loadConfig(configFile, sets);
+  if (saveAfter && *saveAfter >= config.algorithm.rounds)
+    throw ConfigError("--save-after " + std::to_string(*saveAfter) + ": the run has only " +
+                      std::to_string(config.algorithm.rounds) + " rounds (algorithm.rounds)");
+  if (resumeDir && !std::filesystem::is_directory(*resumeDir))
+    throw ConfigError("--resume: '" + *resumeDir + "' is not a directory");
   // An unwritable --out fails before the run. The results are written only when the run is complete, to
   // <out>.partial renamed over <out>: an interrupted run leaves no file at all, never a truncated one.
   if (out) checkOutPath(*out);
@@ -100,6 +127,11 @@ int sim(std::vector<std::string> argv) {
   std::unique_ptr<daemon::SimProblem> problem;
   try {
     problem = daemon::buildSimProblem(config);
+    if (saveAfter) {
+      problem->setup.save_after = *saveAfter;
+      problem->setup.save_dir = *checkpointDir;
+    }
+    if (resumeDir) problem->setup.resume_dir = *resumeDir;
     sim::Simulator simulator(problem->setup);
     std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds, %zu parameters\n", config.cluster.nodes,
                  config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),

@@ -56,6 +56,13 @@ Simulator::Simulator(SimSetup setup) : s_(std::move(setup)) {
   if (s_.partition.size() <= maxId)
     throw ConfigError("simulator: data partition has " + std::to_string(s_.partition.size()) +
                       " shards but node ids go up to " + std::to_string(maxId));
+  // Build the starting cluster here, so that a bad topology or checkpoint fails before the run starts.
+  if (s_.resume_dir.empty()) {
+    for (PeerId i = 0; i < s_.initial_nodes; ++i) addNode(i, 0);
+    installView(0);
+  } else {
+    first_ = resume();
+  }
 }
 
 Simulator::~Simulator() = default;
@@ -118,7 +125,7 @@ void Simulator::pumpControl(Round t) {
 }
 
 void Simulator::round(Round t) {
-  bool changed = t == 0 && epoch_ == 0;
+  bool changed = false;
   std::vector<PeerId> joined;
   for (const auto& c : s_.crashes)
     if (c.round == t && nodes_.count(c.node)) {
@@ -339,12 +346,7 @@ Round Simulator::resume() {
 std::vector<EvalRecord> Simulator::run(const std::function<void(const EvalRecord&)>& progress) {
   std::vector<EvalRecord> out;
   const auto start = Clock::now();
-  Round first = 0;
-  if (s_.resume_dir.empty())
-    for (PeerId i = 0; i < s_.initial_nodes; ++i) addNode(i, 0);
-  else
-    first = resume();
-  for (Round t = first; t < s_.rounds; ++t) {
+  for (Round t = first_; t < s_.rounds; ++t) {
     round(t);
     if (s_.save_after && t + 1 == s_.save_after) save(t + 1);
     const bool last = t + 1 == s_.rounds;

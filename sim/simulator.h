@@ -118,6 +118,7 @@ class Simulator {
   std::map<PeerId, std::unique_ptr<Sim>> nodes_;
   std::map<PeerId, Incarnation> incarnations_;  // last incarnation of every id ever started
   std::uint64_t epoch_ = 0;
+  Round first_ = 0;  // the round run() starts at (after a resume, the saved one)
   // Totals of engines that no longer exist (crashed), so byte counts stay cumulative.
   std::uint64_t goneBytes_ = 0, goneControl_ = 0, goneRejected_ = 0, droppedBase_ = 0;
   std::map<std::vector<PeerId>, training::Vec> optima_;  // per alive set
