@@ -1,17 +1,19 @@
 #pragma once
-// A minimal synchronous in-process network for algorithm tests: every alive node prepares, every message
-// reaches every current neighbour (unless the test drops it), every node applies. Neighbourhoods are a ring
-// over the sorted alive ids with Metropolis weights, rebuilt when membership changes; edges are added and
-// dropped at both ends in the same step, as the runtime must do. Deliberately independent of topology/ and
-// sim/ so it can serve as an oracle for them.
+// A small synchronous cluster for algorithm tests, run through the real round engine (engine/) over the
+// in-process transport: a ring over the sorted alive ids with Metropolis weights, rebuilt when membership
+// changes, with edges opened by the engine's handshake and dropped at both ends. Every alive node prepares,
+// every message reaches every current neighbour (unless the test drops it), every node applies.
+// The algorithm tests therefore exercise the same edge lifecycle and frame path as the simulator and the
+// daemon; the exactness tests compare against centralized solutions, which is the independent oracle.
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
+#include "engine/inproc.h"
+#include "engine/node_engine.h"
 #include "problems.h"
 
 namespace gossip::testing {
@@ -21,70 +23,59 @@ class MiniNet {
   using Factory = std::function<std::unique_ptr<algo::Node>(PeerId)>;
 
   MiniNet(std::size_t n, Factory make) : make_(std::move(make)) {
-    for (PeerId i = 0; i < n; ++i) nodes_[i] = make_(i);
+    for (PeerId i = 0; i < n; ++i) add(i, 0, make_(i));
     rewire();
   }
 
-  // Removes node i (crash): its edges disappear at both ends at once.
+  // Removes node i (crash): its edges disappear at both ends.
   void crash(PeerId i) {
-    nodes_.erase(i);
+    remove(i);
     rewire();
   }
   // Adds a new node with id i.
   void join(PeerId i) {
-    nodes_[i] = make_(i);
+    add(i, 0, make_(i));
     rewire();
   }
-
-  // Restarts node i in place as a new incarnation: its neighbours drop the edge to the old life and add one
-  // to the new life, as the runtime does for a restarted peer. Rows do not change.
+  // Restarts node i as a new incarnation: its neighbours drop the edges to the old life and open new ones
+  // to the new life. Rows do not change.
   void restart(PeerId i, Incarnation inc, std::unique_ptr<algo::Node> fresh) {
-    const Incarnation old = incarnation(i);
-    for (const auto& [j, w] : rows_.at(i).neighbors) nodes_.at(j)->algorithm().dropEdge({i, old});
-    nodes_[i] = std::move(fresh);
-    inc_[i] = inc;
-    auto& a = nodes_.at(i)->algorithm();
-    for (const auto& [j, w] : rows_.at(i).neighbors) {
-      auto& b = nodes_.at(j)->algorithm();
-      const auto pa = a.publicState(), pb = b.publicState();
-      b.addEdge({i, inc}, pa);
-      a.addEdge({j, incarnation(j)}, pb);
-    }
+    remove(i);
+    add(i, inc, std::move(fresh));
+    rewire();
   }
-  Incarnation incarnation(PeerId i) const {
-    auto it = inc_.find(i);
-    return it == inc_.end() ? 0 : it->second;
-  }
-  const topology::MixingRow& row(PeerId i) const { return rows_.at(i); }
+  Incarnation incarnation(PeerId i) const { return engines_.at(i)->incarnation(); }
+  const topology::MixingRow& row(PeerId i) const { return engines_.at(i)->row(); }
 
   // drop(from, to, round) -> true drops that message (stateless algorithms only).
   void round(Round t, const std::function<bool(PeerId, PeerId, Round)>& drop = {}) {
-    std::map<PeerId, compress::Encoded> out;
-    for (auto& [id, node] : nodes_) node->beginRound(t, out[id]);
-    for (auto& [id, node] : nodes_) {
-      std::vector<algo::Incoming> msgs;
-      for (const auto& [j, w] : rows_[id].neighbors)
-        if (!drop || !drop(j, id, t)) msgs.push_back({j, incarnation(j), out[j].view()});
-      node->endRound(t, msgs, rows_[id]);
-    }
+    if (drop) net_.setDropRule([&](PeerId from, PeerId to) { return drop(from, to, t); });
+    for (auto& [id, e] : engines_) e->beginRound(t);
+    for (auto& [id, e] : engines_) e->endRound(t);
+    net_.setDropRule({});
   }
 
-  std::map<PeerId, std::unique_ptr<algo::Node>>& nodes() { return nodes_; }
+  // The alive nodes (owned by their engines).
+  std::map<PeerId, algo::Node*> nodes() {
+    std::map<PeerId, algo::Node*> m;
+    for (auto& [id, e] : engines_) m[id] = &e->node();
+    return m;
+  }
   std::vector<std::size_t> members() const {
     std::vector<std::size_t> m;
-    for (const auto& [id, n] : nodes_) m.push_back(id);
+    for (const auto& [id, e] : engines_) m.push_back(id);
     return m;
   }
   // Largest relative error max_i ||x_i - xs|| / ||xs||.
   double maxRelError(const Vec& xs) const {
-    double e = 0.0;
-    for (const auto& [id, n] : nodes_) e = std::max(e, (n->algorithm().x() - xs).norm() / xs.norm());
-    return e;
+    double err = 0.0;
+    for (const auto& [id, e] : engines_) err = std::max(err, (e->node().algorithm().x() - xs).norm() / xs.norm());
+    return err;
   }
   Vec dualSum() const {
     Vec s;
-    for (const auto& [id, n] : nodes_) {
-      const Vec* d = n->algorithm().dual();
+    for (const auto& [id, e] : engines_) {
+      const Vec* d = e->node().algorithm().dual();
       if (!d) return {};
       s = s.size() ? Vec(s + *d) : *d;
     }
@@ -92,60 +83,34 @@ class MiniNet {
   }
 
  private:
-  std::set<std::pair<PeerId, PeerId>> ringEdges() const {
-    std::vector<PeerId> ids;
-    for (const auto& [id, n] : nodes_) ids.push_back(id);
-    std::set<std::pair<PeerId, PeerId>> e;
-    const std::size_t n = ids.size();
-    if (n < 2) return e;
-    for (std::size_t k = 0; k < n; ++k) {
-      PeerId a = ids[k], b = ids[(k + 1) % n];
-      if (a != b) e.insert({std::min(a, b), std::max(a, b)});
-    }
-    return e;
+  void add(PeerId i, Incarnation inc, std::unique_ptr<algo::Node> node) {
+    net_.attach(i);
+    transports_[i] = std::make_unique<engine::InprocTransport>(net_, i);
+    engines_[i] = std::make_unique<engine::NodeEngine>(i, inc, std::move(node), *transports_[i]);
   }
-
+  void remove(PeerId i) {
+    engines_.erase(i);
+    transports_.erase(i);
+    net_.detach(i);
+  }
   void rewire() {
-    auto want = ringEdges();
-    for (const auto& e : edges_)
-      if (!want.count(e)) {
-        if (nodes_.count(e.first)) nodes_[e.first]->algorithm().dropEdge({e.second, incarnation(e.second)});
-        if (nodes_.count(e.second)) nodes_[e.second]->algorithm().dropEdge({e.first, incarnation(e.first)});
-      }
-    for (const auto& e : want)
-      if (!edges_.count(e)) {
-        auto& a = nodes_[e.first]->algorithm();
-        auto& b = nodes_[e.second]->algorithm();
-        const auto pa = a.publicState(), pb = b.publicState();
-        a.addEdge({e.second, incarnation(e.second)}, pb);
-        b.addEdge({e.first, incarnation(e.first)}, pa);
-      }
-    edges_ = want;
-    std::map<PeerId, std::vector<PeerId>> adj;
-    for (const auto& [a, b] : edges_) {
-      adj[a].push_back(b);
-      adj[b].push_back(a);
-    }
-    rows_.clear();
-    for (const auto& [id, n] : nodes_) {
-      topology::MixingRow r;
-      double sum = 0.0;
-      for (PeerId j : adj[id]) {
-        const double w = 1.0 / (1.0 + static_cast<double>(std::max(adj[id].size(), adj[j].size())));
-        r.neighbors.push_back({j, w});
-        sum += w;
-      }
-      std::sort(r.neighbors.begin(), r.neighbors.end());
-      r.self = 1.0 - sum;
-      rows_[id] = r;
-    }
+    if (engines_.empty()) return;
+    engine::View view;
+    for (const auto& [id, e] : engines_) view.push_back({id, e->incarnation()});
+    topology::TopologyParams ring;
+    ring.kind = topology::Kind::Ring;
+    auto vg = engine::buildViewGraph(std::move(view), ring, topology::WeightRule::Metropolis,
+                                     engines_.begin()->second->stateless(), ++epoch_);
+    for (auto& [id, e] : engines_) e->setView(vg, 0);
+    for (int pass = 0; pass < 3 && net_.inFlight() > 0; ++pass)
+      for (auto& [id, e] : engines_) e->drain(0);
   }
 
   Factory make_;
-  std::map<PeerId, std::unique_ptr<algo::Node>> nodes_;
-  std::set<std::pair<PeerId, PeerId>> edges_;
-  std::map<PeerId, topology::MixingRow> rows_;
-  std::map<PeerId, Incarnation> inc_;  // absent = incarnation 0
+  engine::InprocNetwork net_;
+  std::map<PeerId, std::unique_ptr<engine::InprocTransport>> transports_;
+  std::map<PeerId, std::unique_ptr<engine::NodeEngine>> engines_;
+  std::uint64_t epoch_ = 0;
 };
 
 }  // namespace gossip::testing
