@@ -14,7 +14,8 @@
 //    receiver could learn who connected; with ROUTER_HANDOVER a restarted peer takes its old id over.
 //  - Zero copy on send: the payload part is a zmq::message_t over the shared buffer's bytes whose free
 //    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
-//    Receiving copies the payload once into a fresh Bytes (the engine's RawFrame owns a std::vector).
+//    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
+//    buffers are recycled through a small pool once the engine drops them, so the copy does not page-fault.
 //  - Threads: zmq sockets are not thread-safe, so one I/O thread owns them all. send(), addPeer() and
 //    removePeer() append commands to one mutex-protected FIFO and wake the I/O thread through an eventfd
 //    polled by zmq_poll next to the sockets. The I/O thread drains the whole FIFO on every wake-up (each
@@ -45,6 +46,9 @@ struct ZmqOptions {
   std::size_t max_queued_per_channel = 256;                       // per peer and channel, before dropping
   std::size_t inbox_max_frames = 4096;                            // stop reading the socket beyond this...
   std::uint64_t inbox_max_bytes = std::uint64_t{1} << 30;         // ...or this many queued payload bytes
+  // Large receive buffers (>= 1 MiB) kept for reuse once the engine releases them: about one per neighbour
+  // avoids page-faulting a fresh buffer for every model frame; each idle one holds its capacity.
+  std::size_t recycled_buffers = 8;
 };
 
 struct ZmqStats {

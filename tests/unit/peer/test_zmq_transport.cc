@@ -236,3 +236,19 @@ TEST_CASE("peer zmq: frames to an unknown peer are dropped and counted, frames t
   a.reset();  // joins the I/O thread with frames still queued (linger 0): must return promptly
   CHECK(a == nullptr);
 }
+
+TEST_CASE("peer zmq: large receive buffers are recycled and payloads outlive the transport") {
+  ZmqTransport a(1, kAny);
+  auto b = std::make_unique<ZmqTransport>(2, kAny);
+  a.addPeer(2, b->endpoint());
+  const std::size_t n = std::size_t{2} << 20;
+  a.send(2, header(1, FrameKind::Model, 0, n), payload(n, 0));
+  auto first = receiveN(*b, 1, "the first 2 MB frame");
+  const std::byte* buffer = first[0].payload->data();
+  first.clear();  // the engine is done with it: the buffer goes back to the pool
+  a.send(2, header(1, FrameKind::Model, 1, n), payload(n, 1));
+  auto second = receiveN(*b, 1, "the second 2 MB frame");
+  CHECK(second[0].payload->data() == buffer);
+  b.reset();  // the payload keeps its buffer (and the pool) alive
+  CHECK(*second[0].payload == *payload(n, 1));
+}
