@@ -1,0 +1,94 @@
+#pragma once
+// ZmqTransport: the engine's Transport over ZeroMQ/TCP (DESIGN.md §3, §6). Like every transport it never
+// interprets a frame: it moves [header, payload] pairs and counts bytes.
+//
+// Design
+//  - Incoming: one ROUTER socket bound to the listen address. Every message must have exactly three parts
+//    [routing id, header, payload]; anything else is dropped and counted (malformed_dropped), never thrown.
+//  - Outgoing: per peer, two DEALER sockets connected to the peer's ROUTER, one for control frames (header
+//    byte 5 = kind != Model) and one for model frames. A control frame therefore never queues behind a huge
+//    model frame, neither in our queues nor in a TCP stream: the two connections are separate TCP streams and
+//    the receiving ROUTER fair-queues them. Order is kept per (link, channel), not between the two channels
+//    (the engine's per-link sequence numbers see the difference). A DEALER's routing id is the channel byte
+//    ('c' or 'm', never 0: ids starting with 0 are reserved by libzmq) then our PeerId, little-endian, so the
+//    receiver could learn who connected; with ROUTER_HANDOVER a restarted peer takes its old id over.
+//  - Zero copy on send: the payload part is a zmq::message_t over the shared buffer's bytes whose free
+//    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
+//    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
+//    buffers are recycled through a small pool once the engine drops them, so the copy does not page-fault.
+//  - Threads: zmq sockets are not thread-safe, so one I/O thread owns them all. send(), addPeer() and
+//    removePeer() append commands to one mutex-protected FIFO and wake the I/O thread through an eventfd
+//    polled by zmq_poll next to the sockets. The I/O thread drains the whole FIFO on every wake-up (each
+//    command is O(1) and never blocks), so the FIFO needs no priorities; frames then wait in per-peer,
+//    per-channel queues until their DEALER is writable (bounded: the oldest frame is dropped and counted).
+//    Received frames go to a mutex-protected inbox that receive() pops; while the inbox is over its limit
+//    the I/O thread stops reading the ROUTER, so a flooding peer meets RCVHWM and TCP back-pressure.
+//  - addPeer() creates and connects the DEALERs in the caller's thread (so a bad endpoint throws there) and
+//    hands them to the I/O thread through the FIFO (the mutex is the memory barrier zmq asks for).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/transport.h"
+
+namespace gossip::peer {
+
+struct ZmqOptions {
+  int heartbeat_ivl_ms = 1000;
+  // libzmq cancels the heartbeat timeout only when a whole message has been decoded, so the timeout must
+  // exceed the transfer time of the largest frame on the slowest link (64 MB at 100 Mbit/s ~ 5 s).
+  int heartbeat_timeout_ms = 20000;
+  int handshake_ivl_ms = 5000;
+  int reconnect_ivl_ms = 100;
+  int reconnect_ivl_max_ms = 5000;
+  std::size_t max_queued_per_channel = 256;                       // per peer and channel, before dropping
+  std::size_t inbox_max_frames = 4096;                            // stop reading the socket beyond this...
+  std::uint64_t inbox_max_bytes = std::uint64_t{1} << 30;         // ...or this many queued payload bytes
+  // Large receive buffers (>= 1 MiB) kept for reuse once the engine releases them: about one per neighbour
+  // avoids page-faulting a fresh buffer for every model frame; each idle one holds its capacity.
+  std::size_t recycled_buffers = 8;
+};
+
+struct ZmqStats {
+  std::uint64_t frames_sent = 0;        // handed to libzmq (not necessarily delivered)
+  std::uint64_t bytes_sent = 0;         // header + payload bytes of those frames
+  std::uint64_t frames_received = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t malformed_dropped = 0;  // incoming messages with a wrong number of parts
+  std::uint64_t send_dropped = 0;       // unknown peer, queue overflow, or still queued when a peer was removed
+};
+
+class ZmqTransport final : public engine::Transport {
+ public:
+  // Binds `listen` (e.g. "tcp://127.0.0.1:0" for an ephemeral port); throws IoError if it cannot.
+  ZmqTransport(PeerId self, const std::string& listen, ZmqOptions options = {});
+  ~ZmqTransport() override;  // stops and joins the I/O thread; frames still queued are abandoned
+  ZmqTransport(const ZmqTransport&) = delete;
+  ZmqTransport& operator=(const ZmqTransport&) = delete;
+
+  PeerId id() const { return self_; }
+  // The bound address with the real port, e.g. "tcp://127.0.0.1:41234".
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Sets (or replaces) where frames for `peer` go. Throws IoError on an invalid endpoint.
+  void addPeer(PeerId peer, const std::string& endpoint);
+  // Forgets `peer`: its connections close at once and frames still queued for it are dropped.
+  void removePeer(PeerId peer);
+
+  void send(PeerId to, Bytes header, engine::SharedBytes payload) override;
+  bool receive(engine::RawFrame& out) override;
+  // Blocks until a frame is waiting (true) or the timeout passes (false). Does not take the frame.
+  bool waitReadable(std::chrono::milliseconds timeout);
+
+  ZmqStats stats() const;
+
+ private:
+  struct Impl;
+  PeerId self_;
+  std::string endpoint_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gossip::peer
