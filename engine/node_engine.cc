@@ -180,12 +180,7 @@ void NodeEngine::drain(Round current) {
       reject("bad_round");
       continue;
     }
-    auto& slot = inbox_[h.round];
-    if (slot.count(h.sender)) {
-      reject("duplicate");
-      continue;
-    }
-    slot.emplace(h.sender, Inbound{h.incarnation, std::move(f.payload)});
+    inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload)});
   }
 }
 
@@ -215,19 +210,39 @@ void NodeEngine::endRound(Round t) {
   if (!stateless_ && !edgesReady())
     throw ProtocolError("node " + std::to_string(self_) + ": round " + std::to_string(t) +
                         " would mix over an edge that is not open at both ends");
-  std::map<PeerId, Inbound> got;
-  if (auto it = inbox_.find(t); it != inbox_.end()) got = std::move(it->second);
-  inbox_.erase(inbox_.begin(), inbox_.upper_bound(t));
+  // Move this round's frames out (older ones cannot be left: drain() rejects them as late), sort by
+  // sender, and reject all but the first copy of a sender's frame.
+  ready_.clear();
+  std::size_t keep = 0;
+  for (std::size_t k = 0; k < inbox_.size(); ++k) {
+    if (inbox_[k].round > t) {
+      if (keep != k) inbox_[keep] = std::move(inbox_[k]);
+      ++keep;
+    } else if (inbox_[k].round == t) {
+      ready_.push_back(std::move(inbox_[k]));
+    }
+  }
+  inbox_.resize(keep);
+  std::stable_sort(ready_.begin(), ready_.end(), [](const Inbound& a, const Inbound& b) { return a.sender < b.sender; });
+  for (std::size_t k = 1; k < ready_.size(); ++k)
+    if (ready_[k].sender == ready_[k - 1].sender) reject("duplicate");
+  ready_.erase(std::unique(ready_.begin(), ready_.end(),
+                           [](const Inbound& a, const Inbound& b) { return a.sender == b.sender; }),
+               ready_.end());
 
-  std::vector<algo::Incoming> msgs;
-  msgs.reserve(row_.neighbors.size());
-  for (const auto& [j, w] : row_.neighbors)
-    if (auto it = got.find(j); it != got.end()) msgs.push_back({j, it->second.incarnation, *it->second.payload});
+  // Row neighbours and ready_ are both sorted by id: one merge walk.
+  std::vector<algo::Incoming>& msgs = msgs_;
+  msgs.clear();
+  auto in = ready_.begin();
+  for (const auto& [j, w] : row_.neighbors) {
+    while (in != ready_.end() && in->sender < j) ++in;
+    if (in != ready_.end() && in->sender == j) msgs.push_back({j, in->incarnation, *in->payload});
+  }
   if (stateless_) stats_.messages_missing += row_.neighbors.size() - msgs.size();
   for (;;) {
     try {
       node_->endRound(t, msgs, row_);
-      return;
+      break;
     } catch (const algo::RejectedMessage& e) {
       // apply left the node untouched. Stateless: mix without that message (own-value substitute).
       if (!stateless_) throw;
@@ -236,6 +251,7 @@ void NodeEngine::endRound(Round t) {
       std::erase_if(msgs, [&](const algo::Incoming& m) { return m.from == e.from; });
     }
   }
+  ready_.clear();  // release the payloads: senders reuse their buffers next round
 }
 
 Bytes NodeEngine::save(Round nextRound) const {

@@ -93,10 +93,16 @@ class NodeEngine {
   compress::Encoded encoded_;
   std::shared_ptr<Bytes> payload_;             // this round's payload, shared with receivers
   struct Inbound {
+    Round round;
+    PeerId sender;
     Incarnation incarnation;
     SharedBytes payload;
   };
-  std::map<Round, std::map<PeerId, Inbound>> inbox_;  // model frames by round, then sender
+  // Model frames waiting for their round, unsorted: appended by drain(), sorted by (round, sender) once
+  // per round in endRound() (a flat vector: no per-message node allocation on the hot path).
+  std::vector<Inbound> inbox_;
+  std::vector<Inbound> ready_;  // this round's frames, sorted by sender (buffer reused across rounds)
+  std::vector<algo::Incoming> msgs_;
   EngineStats stats_;
 };
 

@@ -170,12 +170,13 @@ TEST_CASE("engine: hostile frames are rejected by reason and leave the model unt
   CHECK(r.at("epoch_mismatch") == 1);
   CHECK(r.at("bad_magic") == 1);
 
-  // 9. a duplicate of a valid round-1 frame: the first is kept, the copy rejected. Then a valid frame whose
-  // payload the codec refuses (wrong dimension): a stateless round mixes without it.
+  // 9. two copies of a valid round-1 frame from node 1, then node 1's own: the first is mixed, the two
+  // later copies are rejected as duplicates when the round is assembled.
   inject(header(good, *payload), payload);
   inject(header(good, *payload), payload);
-  victim.drain(1);
-  CHECK(victim.stats().rejected.at("duplicate") == 1);
+  c.round(1);
+  CHECK(victim.stats().rejected.at("duplicate") == 2);
+  CHECK(victim.node().algorithm().x().allFinite());
 }
 
 TEST_CASE("engine: a stateless round treats an undecodable payload as missing") {
