@@ -9,41 +9,13 @@
 #include "sim/simulator.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
+#include "sim_fixture.h"
 
 using namespace gossip;
+using gossip::testing::Fixture;
 
 namespace {
 
-struct Fixture {
-  training::Dataset data;
-  std::unique_ptr<training::Model> model;
-  std::unique_ptr<compress::Compressor> comp;
-  sim::SimSetup setup;
-
-  Fixture(int shards, const std::string& algorithm, compress::CompressorSpec spec) {
-    auto [all, partition] = training::concatNodes(training::makeSyntheticLogistic(shards, 50, 20, 1.0, 3));
-    data = std::move(all);
-    model = training::makeModel({.kind = "logistic", .hidden = {}, .l1 = 0.005, .l2 = 0.01}, data.features(),
-                                data.classes);
-    comp = compress::makeCompressor(spec);
-    setup.model = model.get();
-    setup.train = &data;
-    setup.partition = std::move(partition);
-    setup.reference = true;
-    setup.algorithm.name = algorithm;
-    setup.algorithm.alpha = 0.5;
-    setup.algorithm.gamma = 1.0;
-    setup.algorithm.eta = 0.5;
-    setup.compressor = comp.get();
-    setup.estimator = {.kind = "full"};
-    setup.lr.kind = "constant";
-    setup.lr.lr = 0.5;
-    setup.initial_nodes = 8;
-    setup.topology.kind = topology::Kind::Ring;
-    setup.rounds = 2500;
-    setup.eval_every = 1;
-  }
-};
 
 // Runs the setup, checking |sum_i d_i|_inf after every round.
 std::vector<sim::EvalRecord> runChecked(const sim::SimSetup& setup, double& worstDual) {
@@ -68,6 +40,8 @@ struct TempDir {
 
 TEST_CASE("sim churn: a crash and a rejoin of the same id in the same round keep sum d = 0 and stay exact") {
   Fixture f(8, "prox_lead", {.name = "lead", .bits = 2});
+  f.setup.rounds = 2500;
+  f.setup.eval_every = 1;
   f.setup.crashes = {{3, 200}};
   f.setup.joins = {{3, 200}};  // the same round: a restart, i.e. a new incarnation of node 3
   double worst = 0;
