@@ -83,9 +83,12 @@ mkdir "$TMP/ro" && chmod 555 "$TMP/ro"
 if [ "$(id -u)" -ne 0 ]; then
   expect "out parent read-only" "--out: cannot write in directory" -- "${SYN[@]}" --out "$TMP/ro/r.json"
 fi
-"$GOSSIPD" "${SYN[@]}" --set algorithm.rounds=10000000 --set cluster.nodes=64 --set data.synthetic_dim=5000 --out "$TMP/int.json" 2>/dev/null &
+"$GOSSIPD" "${SYN[@]}" --set algorithm.rounds=10000000 --set cluster.nodes=64 --set data.synthetic_dim=5000 --out "$TMP/int.json" 2>"$TMP/int.err" &
 simpid=$!
-sleep 1
+# Interrupt only once the run is under way (its header line is printed after set-up), so the check below
+# is about an interrupted run, not one that never started. Deadline 60 s.
+for _ in $(seq 600); do grep -q "^gossipd sim: 64 nodes" "$TMP/int.err" 2>/dev/null && break; sleep 0.1; done
+grep -q "^gossipd sim: 64 nodes" "$TMP/int.err" || { fail=$((fail + 1)); echo "FAIL interrupted run: never started"; cat "$TMP/int.err"; }
 kill -TERM "$simpid" 2>/dev/null
 wait "$simpid" 2>/dev/null
 if ls "$TMP"/int.json* >/dev/null 2>&1; then
