@@ -92,7 +92,10 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   transport_.send(to, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
 }
 
-void NodeEngine::requestState(PeerId from, Round round) { sendControl(from, FrameKind::StateRequest, round, {}); }
+void NodeEngine::requestState(PeerId from, Round round) {
+  stateFrom_ = from;
+  sendControl(from, FrameKind::StateRequest, round, {});
+}
 
 void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
   switch (h.kind) {
@@ -123,6 +126,8 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       return;
     }
     case FrameKind::State: {
+      // A model replaces ours only when we asked this peer for it, and only once.
+      if (stateFrom_ != h.sender) return reject("unrequested_state");
       ByteReader r(payload, "state payload");
       auto x = serial::getArray<double>(r);
       r.expectEnd();
@@ -131,6 +136,7 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       for (double v : x)
         if (!std::isfinite(v)) return reject("non_finite");
       mine = Eigen::Map<const training::Vec>(x.data(), mine.size());
+      stateFrom_.reset();
       return;
     }
     default:
@@ -275,8 +281,16 @@ Round NodeEngine::load(std::span<const std::byte> state) {
   if (inc != incarnation_)
     throw DecodeError("state is of incarnation " + std::to_string(inc) + ", this node runs " +
                       std::to_string(incarnation_));
+  // Node::load is transactional by itself; trailing bytes after it must undo it too.
+  Bytes backup;
+  ByteWriter bw(backup);
+  node_->save(bw);
   node_->load(r);
-  r.expectEnd();
+  if (r.remaining() != 0) {
+    ByteReader br(backup, "node backup");
+    node_->load(br);
+    r.expectEnd();  // throws, naming the trailing bytes
+  }
   return next;
 }
 

@@ -20,6 +20,7 @@
 //
 // Not thread-safe: one thread drives one engine.
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,7 @@ class NodeEngine {
   std::vector<PeerId> sendTo_;                 // out-neighbours (= neighbours for undirected graphs)
   std::map<PeerId, Incarnation> wanted_;       // replica methods: edges this view wants
   std::map<PeerId, std::uint64_t> linkSeq_;    // per-link sequence numbers of sent frames
+  std::optional<PeerId> stateFrom_;            // the peer asked for its model; only its State is taken
 
   compress::Encoded encoded_;
   std::shared_ptr<Bytes> payload_;             // this round's payload, shared with receivers

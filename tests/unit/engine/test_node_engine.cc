@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "compressors/compressor.h"
+#include "core/serial.h"
 #include "engine/inproc.h"
 #include "engine/node_engine.h"
 #include "training/estimators.h"
@@ -216,4 +217,32 @@ TEST_CASE("engine: save and load restore a node that continues bit-identically")
   CHECK_THROWS_AS(b.engines.at(2)->load(state), DecodeError);  // another node's state
   state.resize(state.size() / 2);
   CHECK_THROWS_AS(b.engines.at(1)->load(state), DecodeError);
+}
+
+TEST_CASE("engine: a model transfer is taken only from the peer it was asked of, once") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  c.round(0);  // the nodes' models now differ
+  auto& n0 = *c.engines.at(0);
+  REQUIRE(n0.node().algorithm().x() != c.engines.at(2)->node().algorithm().x());
+  const training::Vec before = n0.node().algorithm().x();
+  training::Vec other = training::Vec::Constant(before.size(), 3.0);
+  Bytes body;
+  ByteWriter w(body);
+  serial::putArray(w, std::span<const double>(other.data(), static_cast<std::size_t>(other.size())));
+  FrameHeader h;
+  h.kind = FrameKind::State;
+  h.sender = 1;
+  h.epoch = static_cast<std::uint32_t>(c.epoch);
+  // Unrequested: refused.
+  c.net.deliver(1, 0, header(h, body), std::make_shared<const Bytes>(body), false);
+  n0.drain(1);
+  CHECK(n0.stats().rejected.at("unrequested_state") == 1);
+  CHECK(n0.node().algorithm().x() == before);
+  // Requested from node 2: node 1's offer is still refused, node 2's answer is taken.
+  n0.requestState(2, 1);
+  c.net.deliver(1, 0, header(h, body), std::make_shared<const Bytes>(body), false);
+  for (int pass = 0; pass < 3; ++pass)
+    for (auto& [id, e] : c.engines) e->drain(1);
+  CHECK(n0.stats().rejected.at("unrequested_state") == 2);
+  CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
 }
