@@ -26,14 +26,7 @@ void Choco::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
 
 void Choco::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Validation pass: nothing below may throw once a replica has been touched.
-  detail::validateReplicaRound(
-      "choco", c_, msgs, row, edges_.size(),
-      [this](PeerId j) -> std::optional<Incarnation> {
-        auto e = edges_.find(j);
-        if (e == edges_.end()) return std::nullopt;
-        return e->second.incarnation;
-      },
-      scratch_);
+  detail::validateReplicaRound("choco", c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   // First bring every replica up to date, then mix with the updated hats.
   for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
   scratch_.setZero();
@@ -61,11 +54,7 @@ void Choco::dropEdge(EdgeKey j) {
   if (it != edges_.end() && it->second.incarnation == j.incarnation) edges_.erase(it);
 }
 
-std::vector<EdgeKey> Choco::edges() const {
-  std::vector<EdgeKey> k;
-  for (const auto& [id, e] : edges_) k.push_back({id, e.incarnation});
-  return k;
-}
+std::vector<EdgeKey> Choco::edges() const { return detail::edgeKeys(edges_); }
 
 // x, x_hat and every replica with its key; scratch_ and lr_ are rebuilt by prepare.
 void Choco::save(ByteWriter& w) const {

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "core/error.h"
@@ -62,6 +63,24 @@ void validateReplicaRound(std::string_view who, const compress::Compressor& c, s
     scratch.setZero();
     decodeAddFrom(c, *m, scratch, 1.0);
   }
+}
+
+// For the replica methods' edge maps (PeerId -> Edge with an `incarnation` member): the keys, sorted, and
+// the lookup validateReplicaRound needs.
+template <class EdgeMap>
+std::vector<EdgeKey> edgeKeys(const EdgeMap& edges) {
+  std::vector<EdgeKey> keys;
+  keys.reserve(edges.size());
+  for (const auto& [id, e] : edges) keys.push_back({id, e.incarnation});
+  return keys;
+}
+template <class EdgeMap>
+auto incarnationLookup(const EdgeMap& edges) {
+  return [&edges](PeerId j) -> std::optional<Incarnation> {
+    auto e = edges.find(j);
+    if (e == edges.end()) return std::nullopt;
+    return e->second.incarnation;
+  };
 }
 
 inline std::span<const double> view(const Vec& v) { return {v.data(), static_cast<std::size_t>(v.size())}; }

@@ -38,14 +38,7 @@ void PrimalDual::prepare(Round t, const Vec& g, double lr, compress::Encoded& ou
 
 void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Validate first (presence, incarnation, decodability) so a bad round leaves the state untouched.
-  detail::validateReplicaRound(
-      name_, c_, msgs, row, edges_.size(),
-      [this](PeerId j) -> std::optional<Incarnation> {
-        auto e = edges_.find(j);
-        if (e == edges_.end()) return std::nullopt;
-        return e->second.incarnation;
-      },
-      scratch_);
+  detail::validateReplicaRound(name_, c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   const double dualStep = p_.gamma / (2.0 * eta_);
   const double a = p_.alpha;
   for (const auto& [j, w] : row.neighbors) {
@@ -85,11 +78,7 @@ void PrimalDual::dropEdge(EdgeKey j) {
   edges_.erase(it);
 }
 
-std::vector<EdgeKey> PrimalDual::edges() const {
-  std::vector<EdgeKey> k;
-  for (const auto& [id, e] : edges_) k.push_back({id, e.incarnation});
-  return k;
-}
+std::vector<EdgeKey> PrimalDual::edges() const { return detail::edgeKeys(edges_); }
 
 // started, x, d, h and every edge's (key, h_j, e_ij); yhat_, step_, scratch_ and eta_ are rebuilt by prepare.
 // The name is saved too: lead and prox_lead share the layout but not the parameters.
