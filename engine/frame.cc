@@ -9,7 +9,7 @@ namespace {
 constexpr std::size_t kHeaderCrcOffset = 48;
 }  // namespace
 
-bool validKind(std::uint8_t k) { return k >= 1 && k <= 6; }
+bool validKind(std::uint8_t k) { return k >= 1 && k <= 8; }
 
 void sealPayload(FrameHeader& h, std::span<const std::byte> payload) {
   GOSSIP_CHECK(payload.size() <= kMaxPayloadBytes, "payload of ", payload.size(), " bytes exceeds the frame limit");
@@ -27,7 +27,7 @@ void encodeFrameHeader(const FrameHeader& h, Bytes& out) {
   w.put<std::uint32_t>(kFrameMagic);
   w.put<std::uint8_t>(kFrameVersion);
   w.put<std::uint8_t>(static_cast<std::uint8_t>(h.kind));
-  w.put<std::uint16_t>(0);  // flags
+  w.put<std::uint16_t>(h.degree);
   w.put<std::uint32_t>(h.sender);
   w.put<std::uint64_t>(h.incarnation);
   w.put<std::uint64_t>(h.round);
@@ -51,8 +51,8 @@ FrameHeader decodeFrameHeader(std::span<const std::byte> bytes) {
   if (const auto version = r.get<std::uint8_t>(); version != kFrameVersion)
     throw FrameError("bad_version", "version " + std::to_string(version));
   const auto kind = r.get<std::uint8_t>();
-  const auto flags = r.get<std::uint16_t>();
   FrameHeader h;
+  h.degree = r.get<std::uint16_t>();
   h.sender = r.get<std::uint32_t>();
   h.incarnation = r.get<std::uint64_t>();
   h.round = r.get<std::uint64_t>();
@@ -66,7 +66,6 @@ FrameHeader decodeFrameHeader(std::span<const std::byte> bytes) {
   if (header_crc != crc32c(bytes.first(kHeaderCrcOffset)))
     throw FrameError("bad_header_crc", "header checksum mismatch");
   if (!validKind(kind)) throw FrameError("bad_kind", "kind " + std::to_string(kind));
-  if (flags != 0) throw FrameError("bad_flags", "flags " + std::to_string(flags));
   if (h.payload_bytes > kMaxPayloadBytes)
     throw FrameError("too_large", "payload of " + std::to_string(h.payload_bytes) + " bytes");
   h.kind = static_cast<FrameKind>(kind);

@@ -5,7 +5,8 @@
 //    0   4   magic "GSPD"
 //    4   1   version (kFrameVersion)
 //    5   1   kind (FrameKind)
-//    6   2   flags (0; reserved)
+//    6   2   degree: the sender's mixing degree in this round (model frames of the daemon's linked
+//            mode, where both ends of an edge compute w_ij from the two announced degrees; 0 otherwise)
 //    8   4   sender id
 //   12   8   sender incarnation
 //   20   8   round
@@ -20,7 +21,7 @@
 // is computed once per round and shared by every link's header (encode once for all neighbours); only the
 // per-link fields (sequence number) and the header checksum differ between links.
 //
-// decodeFrameHeader checks magic, version, kind, reserved flags, the header checksum and the payload length
+// decodeFrameHeader checks magic, version, kind, the header checksum and the payload length
 // limit before anything else looks at the frame; checkPayload then verifies the payload length and crc.
 // Every failure is a FrameError whose `reason` is a short stable label for counters ("bad_magic", ...).
 #include <cstdint>
@@ -34,7 +35,8 @@
 namespace gossip::engine {
 
 inline constexpr std::uint32_t kFrameMagic = 0x44505347;  // "GSPD" read as little-endian u32
-inline constexpr std::uint8_t kFrameVersion = 1;
+// Version 2: bytes 6-7 carry the sender's degree (were reserved flags in version 1).
+inline constexpr std::uint8_t kFrameVersion = 2;
 inline constexpr std::size_t kFrameHeaderBytes = 52;
 // Largest payload accepted (and produced): 1 GiB, far above a 64M-parameter fp32 model.
 inline constexpr std::uint32_t kMaxPayloadBytes = 1u << 30;
@@ -46,6 +48,8 @@ enum class FrameKind : std::uint8_t {
   State = 4,        // model transfer (fp64 vector)
   Ack = 5,          // per-link delivery acknowledgement (daemon)
   Membership = 6,   // membership gossip (daemon)
+  EdgeHello = 7,    // linked mode: "I want this edge; my next round is `round`" (both ends send one)
+  EdgeClose = 8,    // linked mode: "I use this edge up to and including round `round`, no further"
 };
 bool validKind(std::uint8_t k);
 
@@ -54,6 +58,7 @@ struct FrameHeader {
   PeerId sender = 0;
   Incarnation incarnation = 0;
   Round round = 0;
+  std::uint16_t degree = 0;
   std::uint32_t epoch = 0;
   std::uint64_t seq = 0;
   std::uint32_t payload_bytes = 0;

@@ -98,6 +98,9 @@ void NodeEngine::requestState(PeerId from, Round round) {
 }
 
 void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
+  if (linked_ && (h.kind == FrameKind::EdgeOpen || h.kind == FrameKind::EdgeHello ||
+                  h.kind == FrameKind::EdgeClose || h.kind == FrameKind::Ack))
+    return linkedControl(h, payload);
   switch (h.kind) {
     case FrameKind::EdgeOpen: {
       if (stateless_) return reject("unexpected_kind");
@@ -121,7 +124,8 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
     }
     case FrameKind::StateRequest: {
       const auto& x = node_->algorithm().x();
-      sendControl(h.sender, FrameKind::State, h.round,
+      // The round carried back is the one the requester should continue from (linked mode: our next).
+      sendControl(h.sender, FrameKind::State, linked_ ? nextRound() : h.round,
                   doublesPayload({x.data(), static_cast<std::size_t>(x.size())}));
       return;
     }
@@ -137,6 +141,7 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
         if (!std::isfinite(v)) return reject("non_finite");
       mine = Eigen::Map<const training::Vec>(x.data(), mine.size());
       stateFrom_.reset();
+      stateRound_ = h.round;
       return;
     }
     default:
@@ -174,6 +179,11 @@ void NodeEngine::drain(Round current) {
       }
       continue;
     }
+    if (linked_) {
+      if (acceptLinkedModel(h, current))
+        inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), h.degree});
+      continue;
+    }
     if (h.epoch != static_cast<std::uint32_t>(vg_->epoch)) {
       reject("epoch_mismatch");
       continue;
@@ -191,6 +201,7 @@ void NodeEngine::drain(Round current) {
 }
 
 void NodeEngine::beginRound(Round t) {
+  if (linked_) capturePublic(t);  // before the local work: CHOCO's prepare moves its public x_hat
   node_->beginRound(t, encoded_);
   // Reuse last round's buffer when no receiver holds it any more (no allocation in steady state).
   if (payload_.use_count() > 1) payload_ = std::make_shared<Bytes>();
@@ -202,6 +213,7 @@ void NodeEngine::beginRound(Round t) {
   h.round = t;
   h.epoch = static_cast<std::uint32_t>(vg_->epoch);
   sealPayload(h, *payload_);  // checksum once for every link
+  if (linked_) return linkedBegin(t, h);
   for (PeerId j : sendTo_) {
     h.seq = ++linkSeq_[j];
     Bytes header;
@@ -213,7 +225,7 @@ void NodeEngine::beginRound(Round t) {
 
 void NodeEngine::endRound(Round t) {
   drain(t);
-  if (!stateless_ && !edgesReady())
+  if (!linked_ && !stateless_ && !edgesReady())
     throw ProtocolError("node " + std::to_string(self_) + ": round " + std::to_string(t) +
                         " would mix over an edge that is not open at both ends");
   // Move this round's frames out (older ones cannot be left: drain() rejects them as late), sort by
@@ -236,6 +248,7 @@ void NodeEngine::endRound(Round t) {
                            [](const Inbound& a, const Inbound& b) { return a.sender == b.sender; }),
                ready_.end());
 
+  if (linked_) row_ = linkedRow(t);  // weights of this round from the degrees both ends announced
   // Row neighbours and ready_ are both sorted by id: one merge walk.
   std::vector<algo::Incoming>& msgs = msgs_;
   msgs.clear();
@@ -244,7 +257,7 @@ void NodeEngine::endRound(Round t) {
     while (in != ready_.end() && in->sender < j) ++in;
     if (in != ready_.end() && in->sender == j) msgs.push_back({j, in->incarnation, *in->payload});
   }
-  if (stateless_) stats_.messages_missing += row_.neighbors.size() - msgs.size();
+  if (stateless_) stats_.messages_missing += (linked_ ? sendTo_.size() : row_.neighbors.size()) - msgs.size();
   for (;;) {
     try {
       node_->endRound(t, msgs, row_);
@@ -255,9 +268,14 @@ void NodeEngine::endRound(Round t) {
       reject("bad_payload");
       ++stats_.messages_missing;
       std::erase_if(msgs, [&](const algo::Incoming& m) { return m.from == e.from; });
+      if (linked_) {  // the substitute's weight goes to the self weight (the row lists present frames)
+        std::erase_if(ready_, [&](const Inbound& m) { return m.sender == e.from; });
+        row_ = linkedRow(t);
+      }
     }
   }
   ready_.clear();  // release the payloads: senders reuse their buffers next round
+  if (linked_) linkedEnd(t);
 }
 
 Bytes NodeEngine::save(Round nextRound) const {

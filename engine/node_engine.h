@@ -18,6 +18,28 @@
 // (RejectedMessage) is treated as missing for stateless methods, and is an error for replica methods,
 // whose links must deliver every message (the daemon retransmits; the simulator never corrupts).
 //
+// Linked mode (the daemon, engine/links.cc): each node has its own membership view, so there is no view
+// everyone installs at once. Instead every edge is agreed by the two ends alone:
+//  - The lower id proposes (EdgeHello carrying its next round n and a proposal id) and does not begin a
+//    round until answered; the higher id, if it wants the edge too, answers with the start round
+//    s = max(n, its own next round), else with EdgeClose(0). Both use the edge from round s on.
+//  - At round s each end sends EdgeOpen with its public state as of the start of round s; the edge is
+//    created in the algorithm (addEdge) just before round s is mixed, when that state has arrived.
+//  - A live edge that a new view no longer wants is closed with EdgeClose(end): the sender has sent its
+//    frames up to round end-1 and mixes them; the receiver mixes up to end-1 too and then drops it.
+//  - A peer that left the view (dead, left, restarted) loses its edge at once, even mid-round (the dead
+//    edge's weight folds into the self weight).
+//  - Weights are Metropolis from degrees the two ends announce on their round-t frames (header field
+//    `degree`): w_ij(t) = 1 / (1 + max(d_i(t), d_j(t))), computed identically at both ends, so W(t) is
+//    symmetric and doubly stochastic without any epoch. An announced degree may exceed the edges really
+//    mixed (an edge that died during the round); its weight then folds into the self weight, which keeps
+//    both properties.
+//  - Replica methods need every message exactly once: model frames (and EdgeOpen) are kept until the
+//    peer acknowledges the round (Ack, cumulative), and resent after `retransmit_ms`; duplicates are
+//    dropped by round. Stateless methods need no handshake: a frame from a neighbour of the view is mixed
+//    if it arrives before the round's deadline, and a missing one is replaced by the node's own value.
+// Time is passed in (milliseconds of a monotonic clock), so the engine stays clock-free and testable.
+//
 // Not thread-safe: one thread drives one engine.
 #include <map>
 #include <optional>
@@ -32,11 +54,31 @@
 
 namespace gossip::engine {
 
+struct LinkOptions {
+  topology::TopologyParams topology;   // the graph of each view; generators are pure (same view, same graph)
+  std::uint64_t retransmit_ms = 200;   // replica methods: resend unacknowledged frames after this long
+  std::uint64_t hello_timeout_ms = 1000;  // a proposal unanswered this long is cancelled and retried
+  std::uint64_t hello_retry_ms = 100;  // a declined (or cancelled) proposal is retried after this long
+};
+
+// One agreed edge as the linked mode sees it (for status displays and tests).
+struct LinkInfo {
+  PeerId peer = 0;
+  Incarnation incarnation = 0;
+  bool scheduled = false;  // start round agreed
+  bool open = false;       // edge state exists in the algorithm
+  Round start = 0;
+  Round end = 0;           // first round not mixed (kNoRound: open-ended)
+};
+inline constexpr Round kNoRound = ~Round{0};
+
 struct EngineStats {
   std::uint64_t model_bytes_sent = 0;    // model frames, headers included
   std::uint64_t control_bytes_sent = 0;  // edge handshakes and state transfers
   std::uint64_t frames_received = 0;
   std::uint64_t messages_missing = 0;    // stateless rounds that mixed a neighbour's own-value substitute
+  std::uint64_t retransmitted = 0;      // linked mode: frames sent again for lack of an ack
+  std::uint64_t duplicates = 0;         // linked mode: frames of an already mixed round (retransmits)
   std::map<std::string, std::uint64_t> rejected;  // by reason label
   std::uint64_t rejectedTotal() const;
 };
@@ -68,6 +110,31 @@ class NodeEngine {
   // Drains the transport, then mixes the round-t messages that arrived (algorithm.apply).
   void endRound(Round t);
 
+  // ---- linked mode (daemon) ----
+  // Switches this engine to linked mode; call before the first setMembers.
+  void enableLinks(LinkOptions options);
+  bool linked() const { return linked_; }
+  // Installs this node's own view of the alive members (self included, sorted by id). `next` is the next
+  // round this node will begin. Drops edges of members that left the view at once; proposes or closes
+  // edges where the view's graph changed.
+  void setMembers(View alive, Round next, std::uint64_t nowMs);
+  // Whether round t may begin now: false while a proposal of this node waits for its answer (and, with
+  // `startBarrier`, while any edge the view wants is not agreed yet: the first round of a cluster).
+  bool readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const;
+  // Whether every message round t needs has arrived (linked mode; the sim mode mixes what it has).
+  bool roundReady(Round t) const;
+  // Retransmits and proposal retries that are due.
+  void tick(std::uint64_t nowMs);
+  std::vector<LinkInfo> links() const;
+  // The round whose mixing is still to come: the one in progress, else the next to begin (linked mode).
+  Round mixingRound() const { return inRound_ ? *begun_ : nextRound(); }
+  Round nextRound() const { return begun_ ? *begun_ + 1 : firstRound_; }
+  bool inRound() const { return inRound_; }
+  // The round of the last model taken by state transfer (the joiner continues from it), once.
+  std::optional<Round> takeStateRound();
+  // Drops every edge (a node that restarts as a new incarnation keeps its model, not its edges).
+  void dropAllEdges();
+
   // Whole node state for a checkpoint: identity, view epoch, algorithm (with edges) and estimator.
   Bytes save(Round nextRound) const;
   // Restores a save() of the same node; returns the round to run next. DecodeError on any mismatch.
@@ -78,6 +145,37 @@ class NodeEngine {
   void handleControl(const FrameHeader& h, const Bytes& payload);
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
   const Member* member(PeerId id) const;
+  // linked mode (engine/links.cc)
+  struct Sent {  // a frame kept until the peer acknowledges its round (replica methods)
+    Round round;
+    Bytes header;
+    SharedBytes payload;
+  };
+  struct Link {
+    Incarnation incarnation = 0;
+    bool proposer = false;          // we are the lower id
+    bool scheduled = false;         // start agreed
+    std::uint64_t proposal = 0;     // proposer: id of the outstanding proposal (0: none)
+    std::uint64_t proposedAt = 0;   // proposer: when it was sent (ms)
+    std::uint64_t retryAt = 0;      // proposer: when to propose again after a decline (ms)
+    Round start = 0;
+    Round end = kNoRound;           // first round not mixed
+    std::optional<std::vector<double>> peerPublic;  // EdgeOpen(start) payload, until the edge opens
+    bool open = false;              // addEdge done
+    Round acked = kNoRound;         // highest round the peer acknowledged (kNoRound: none)
+    std::vector<Sent> unacked;
+    std::uint64_t lastSendMs = 0;
+  };
+  void linkedControl(const FrameHeader& h, const Bytes& payload);
+  bool acceptLinkedModel(const FrameHeader& h, Round current);
+  void capturePublic(Round t);
+  void linkedBegin(Round t, FrameHeader h);
+  topology::MixingRow linkedRow(Round t);
+  void linkedEnd(Round t);
+  void closeLink(PeerId id, Round end);
+  void propose(PeerId id, Link& l, std::uint64_t nowMs);
+
+  void sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep);
 
   PeerId self_;
   Incarnation incarnation_;
@@ -99,6 +197,7 @@ class NodeEngine {
     PeerId sender;
     Incarnation incarnation;
     SharedBytes payload;
+    std::uint16_t degree = 0;  // linked mode: the sender's announced degree
   };
   // Model frames waiting for their round, unsorted: appended by drain(), sorted by (round, sender) once
   // per round in endRound() (a flat vector: no per-message node allocation on the hot path).
@@ -106,6 +205,29 @@ class NodeEngine {
   std::vector<Inbound> ready_;  // this round's frames, sorted by sender (buffer reused across rounds)
   std::vector<algo::Incoming> msgs_;
   EngineStats stats_;
+
+  bool linked_ = false;
+  LinkOptions linkOpts_;
+  std::map<PeerId, Link> links_;                 // linked mode: agreed or proposed edges, by peer
+  // Closed links: their end, and the frames the peer has not acknowledged yet (a frame of the last mixed
+  // round may still be lost; the peer needs it to finish that round, so it is resent until acked).
+  struct Closed {
+    Incarnation incarnation = 0;
+    Round end = 0;
+    std::vector<Sent> unacked;
+    std::uint64_t lastSendMs = 0;
+  };
+  std::map<PeerId, Closed> closed_;
+  void retire(PeerId id, Link& l);  // moves a link into closed_
+  std::uint16_t myDegree_ = 0;                   // degree announced for the round begun last
+  std::optional<Round> begun_;                   // last round begun
+  Round firstRound_ = 0;                         // next round before any has begun
+  std::uint64_t proposalSeq_ = 0;
+  std::uint64_t nowMs_ = 0;
+  std::optional<Round> stateRound_;
+  SharedBytes roundPublic_;                     // EdgeOpen payload of the round begun last (if any edge starts)
+  bool inRound_ = false;                         // between beginRound and the end of endRound
+
 };
 
 // How far ahead of the receiver's round a model frame may be and still be kept for later.

@@ -1,0 +1,416 @@
+// NodeEngine's linked mode: edges agreed pairwise, weights from announced degrees, acknowledged delivery
+// for replica methods. The protocol is described in node_engine.h; this file is its implementation.
+#include <algorithm>
+#include <cmath>
+
+#include "core/serial.h"
+#include "engine/node_engine.h"
+
+namespace gossip::engine {
+namespace {
+
+Bytes u64Payload(std::uint64_t v) {
+  Bytes b;
+  ByteWriter w(b);
+  w.put<std::uint64_t>(v);
+  return b;
+}
+
+std::uint64_t readU64(const Bytes& payload) {
+  ByteReader r(payload, "linked control payload");
+  const auto v = r.get<std::uint64_t>();
+  r.expectEnd();
+  return v;
+}
+
+bool activeAt(Round start, Round end, Round t) { return t >= start && t < end; }
+
+}  // namespace
+
+void NodeEngine::enableLinks(LinkOptions options) {
+  GOSSIP_CHECK(!vg_, "enableLinks must come before the first view");
+  linked_ = true;
+  linkOpts_ = std::move(options);
+}
+
+void NodeEngine::sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep) {
+  h.seq = ++linkSeq_[to];
+  Bytes header;
+  encodeFrameHeader(h, header);
+  const std::size_t bytes = header.size() + payload->size();
+  if (h.kind == FrameKind::Model)
+    stats_.model_bytes_sent += bytes;
+  else
+    stats_.control_bytes_sent += bytes;
+  if (keep && !stateless_) {
+    keep->unacked.push_back({h.round, header, payload});
+    keep->lastSendMs = nowMs_;
+  }
+  transport_.send(to, std::move(header), std::move(payload));
+}
+
+void NodeEngine::propose(PeerId id, Link& l, std::uint64_t nowMs) {
+  l.proposal = ++proposalSeq_;
+  l.proposedAt = nowMs;
+  // The proposal's round travels in the header; the payload names the proposal so that a late answer to
+  // a cancelled one is recognised.
+  sendControl(id, FrameKind::EdgeHello, nextRound(), u64Payload(l.proposal));
+}
+
+void NodeEngine::closeLink(PeerId id, Round end) {
+  auto it = links_.find(id);
+  if (it == links_.end()) return;
+  Link& l = it->second;
+  sendControl(id, FrameKind::EdgeClose, end, {});
+  l.end = std::min(l.end, end);
+  l.proposal = 0;
+  if (!l.scheduled || l.end <= l.start || l.end <= mixingRound()) {
+    // Not used in any round still to be mixed: gone now.
+    if (l.open) node_->algorithm().dropEdge({id, l.incarnation});
+    retire(id, l);
+    links_.erase(it);
+  }
+}
+
+void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
+  GOSSIP_CHECK(linked_, "setMembers needs linked mode");
+  nowMs_ = nowMs;
+  if (!begun_) firstRound_ = next;
+  vg_ = buildViewGraph(std::move(alive), linkOpts_.topology, topology::WeightRule::Metropolis, stateless_, 0);
+  const auto& g = vg_->graph;
+  const auto idx = g.indexOf(self_);
+  GOSSIP_CHECK(idx >= 0, "node ", self_, " is not in its own view");
+  std::map<PeerId, Incarnation> want;
+  for (auto j : g.in[static_cast<std::size_t>(idx)]) want[g.nodes[j]] = member(g.nodes[j])->incarnation;
+  sendTo_.clear();
+  for (const auto& [j, inc] : want) sendTo_.push_back(j);
+  if (stateless_) return;  // no edge state, no handshake: frames of view neighbours are mixed
+
+  auto& algo = node_->algorithm();
+  std::erase_if(closed_, [&](const auto& kv) {
+    const Member* m = member(kv.first);
+    return !m || m->incarnation != kv.second.incarnation;
+  });
+  for (auto it = links_.begin(); it != links_.end();) {
+    const PeerId j = it->first;
+    Link& l = it->second;
+    const Member* m = member(j);
+    if (!m || m->incarnation != l.incarnation) {
+      // Dead, left or restarted: the edge goes at once, at this end; the peer's end goes with the peer
+      // (or with its old incarnation), so sum_i d_i over the living stays 0.
+      if (l.open) algo.dropEdge({j, l.incarnation});
+      closed_.erase(j);  // nothing to resend to a peer that is gone
+      it = links_.erase(it);
+      continue;
+    }
+    ++it;
+    if (!want.count(j)) closeLink(j, mixingRound() + (inRound_ ? 1 : 0));
+  }
+  for (const auto& [j, inc] : want) {
+    if (links_.count(j)) continue;
+    Link l;
+    l.incarnation = inc;
+    l.proposer = self_ < j;
+    auto& nl = links_.emplace(j, std::move(l)).first->second;
+    if (nl.proposer) propose(j, nl, nowMs);
+  }
+}
+
+bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const {
+  (void)t;
+  if (!linked_ || stateless_) return true;
+  for (const auto& [j, l] : links_) {
+    if (l.scheduled) continue;
+    if (l.proposer && l.proposal != 0 && nowMs < l.proposedAt + linkOpts_.hello_timeout_ms) return false;
+    if (startBarrier) return false;
+  }
+  return true;
+}
+
+bool NodeEngine::roundReady(Round t) const {
+  if (!linked_) return true;
+  std::size_t present = 0;
+  for (const auto& in : inbox_)
+    if (in.round == t) ++present;  // duplicates of a round were refused on arrival
+  if (stateless_) return present >= sendTo_.size();
+  for (const auto& [j, l] : links_) {
+    if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
+    if (l.start == t && !l.open && !l.peerPublic) return false;
+    const bool have = std::any_of(inbox_.begin(), inbox_.end(),
+                                  [&](const Inbound& in) { return in.round == t && in.sender == j; });
+    if (!have) return false;
+  }
+  return true;
+}
+
+void NodeEngine::tick(std::uint64_t nowMs) {
+  nowMs_ = nowMs;
+  if (!linked_ || stateless_) return;
+  for (auto& [j, l] : links_) {
+    if (!l.scheduled && l.proposer) {
+      if (l.proposal != 0 && nowMs >= l.proposedAt + linkOpts_.hello_timeout_ms) {
+        // Unanswered: cancel (so a late acceptance cannot start the edge at a round we have passed)
+        // and propose again later.
+        sendControl(j, FrameKind::EdgeClose, 0, {});
+        l.proposal = 0;
+        l.retryAt = nowMs + linkOpts_.hello_retry_ms;
+      } else if (l.proposal == 0 && nowMs >= l.retryAt) {
+        propose(j, l, nowMs);
+      }
+    }
+    if (!l.unacked.empty() && nowMs >= l.lastSendMs + linkOpts_.retransmit_ms) {
+      for (const auto& s : l.unacked) {
+        transport_.send(j, s.header, s.payload);
+        ++stats_.retransmitted;
+      }
+      l.lastSendMs = nowMs;
+    }
+  }
+  for (auto& [j, c] : closed_) {
+    if (c.unacked.empty() || nowMs < c.lastSendMs + linkOpts_.retransmit_ms) continue;
+    for (const auto& s : c.unacked) {
+      transport_.send(j, s.header, s.payload);
+      ++stats_.retransmitted;
+    }
+    c.lastSendMs = nowMs;
+  }
+}
+
+void NodeEngine::retire(PeerId id, Link& l) {
+  auto& c = closed_[id];
+  c.incarnation = l.incarnation;
+  c.end = l.end;
+  c.unacked = std::move(l.unacked);
+  std::erase_if(c.unacked, [&](const Sent& s) { return s.round >= c.end; });  // never mixed: not needed
+  c.lastSendMs = l.lastSendMs;
+}
+
+void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
+  if (stateless_) return reject("unexpected_kind");
+  const PeerId j = h.sender;
+  auto it = links_.find(j);
+  Link* l = it != links_.end() && it->second.incarnation == h.incarnation ? &it->second : nullptr;
+  switch (h.kind) {
+    case FrameKind::EdgeHello: {
+      const std::uint64_t proposal = readU64(payload);
+      if (self_ > j) {  // a proposal to us
+        if (!l) return sendControl(j, FrameKind::EdgeClose, 0, {});  // we do not want this edge (yet)
+        if (!l->scheduled) {
+          l->scheduled = true;
+          l->start = std::max<Round>(h.round, nextRound());
+          l->proposal = proposal;
+        } else if (l->proposal != proposal) {
+          // A new proposal for an edge we think is agreed: the proposer cancelled the old one (its
+          // EdgeClose came first on the same channel), so this cannot happen on an ordered link.
+          return reject("conflicting_proposal");
+        }
+        return sendControl(j, FrameKind::EdgeHello, l->start, u64Payload(proposal));
+      }
+      // An answer to our proposal: valid only for the outstanding one.
+      if (!l || l->scheduled || l->proposal != proposal) return reject("stale_answer");
+      if (h.round < nextRound()) return reject("bad_round");  // cannot happen while we wait for it
+      l->scheduled = true;
+      l->start = h.round;
+      l->proposal = 0;
+      return;
+    }
+    case FrameKind::EdgeClose: {
+      if (!l) return;  // already gone
+      if (!l->scheduled) {  // a decline of our proposal, or a cancel of theirs
+        l->proposal = 0;
+        l->retryAt = nowMs_ + linkOpts_.hello_retry_ms;
+        return;
+      }
+      l->end = std::min(l->end, h.round);
+      if (l->end <= l->start || l->end <= mixingRound()) {
+        // No round still to be mixed uses it (a round already begun past `end` mixes without it).
+        if (l->open) node_->algorithm().dropEdge({j, l->incarnation});
+        retire(j, *l);
+        links_.erase(it);
+      }
+      return;
+    }
+    case FrameKind::EdgeOpen: {
+      if (!l || !l->scheduled || h.round != l->start) return reject("unwanted_edge");
+      if (l->open || l->peerPublic) return ++stats_.duplicates, void();
+      ByteReader r(payload, "edge-open payload");
+      auto pub = serial::getArray<double>(r);
+      r.expectEnd();
+      if (pub.size() != static_cast<std::size_t>(node_->algorithm().x().size())) return reject("wrong_dimension");
+      for (double v : pub)
+        if (!std::isfinite(v)) return reject("non_finite");
+      l->peerPublic = std::move(pub);
+      return;
+    }
+    case FrameKind::Ack: {
+      // Cumulative: covers a closed life of the link (frames of its last rounds) and the current one.
+      auto c = closed_.find(j);
+      if (c != closed_.end() && c->second.incarnation == h.incarnation)
+        std::erase_if(c->second.unacked, [&](const Sent& s) { return s.round <= h.round; });
+      if (!l) return;
+      if (l->acked == kNoRound || h.round > l->acked) l->acked = h.round;
+      std::erase_if(l->unacked, [&](const Sent& s) { return s.round <= l->acked; });
+      return;
+    }
+    default:
+      return reject("unexpected_kind");
+  }
+}
+
+bool NodeEngine::acceptLinkedModel(const FrameHeader& h, Round current) {
+  const PeerId j = h.sender;
+  if (stateless_) {
+    if (!std::binary_search(sendTo_.begin(), sendTo_.end(), j)) return reject("not_neighbor"), false;
+    if (h.round < current) return reject("late"), false;
+    if (h.round > current + kMaxRoundsAhead) return reject("bad_round"), false;
+    return true;
+  }
+  auto it = links_.find(j);
+  if (it == links_.end() || it->second.incarnation != h.incarnation || !it->second.scheduled) {
+    auto c = closed_.find(j);
+    if (c != closed_.end() && c->second.incarnation == h.incarnation) {
+      if (h.round >= c->second.end) {
+        // The peer has not seen our close yet: say it again.
+        sendControl(j, FrameKind::EdgeClose, c->second.end, {});
+      } else {
+        ++stats_.duplicates;  // a retransmit of a round we mixed before the close: re-acknowledge it
+        sendControl(j, FrameKind::Ack, c->second.end - 1, {});
+      }
+      return false;
+    }
+    return reject("no_edge"), false;
+  }
+  Link& l = it->second;
+  if (!activeAt(l.start, l.end, h.round)) return reject("bad_round"), false;
+  if (h.round < current) {
+    // A retransmit of a round we mixed: our ack was lost or late. Say it again.
+    ++stats_.duplicates;
+    sendControl(j, FrameKind::Ack, current - 1, {});
+    return false;
+  }
+  if (h.round > current + kMaxRoundsAhead) return reject("bad_round"), false;
+  for (const auto& in : inbox_)
+    if (in.round == h.round && in.sender == j) return ++stats_.duplicates, false;
+  return true;
+}
+
+void NodeEngine::capturePublic(Round t) {
+  roundPublic_.reset();
+  if (stateless_) return;
+  const bool starts = std::any_of(links_.begin(), links_.end(),
+                                  [&](const auto& kv) { return kv.second.scheduled && kv.second.start == t; });
+  if (!starts) return;
+  const auto v = node_->algorithm().publicState();
+  Bytes b;
+  ByteWriter w(b);
+  serial::putArray(w, std::span<const double>(v));
+  roundPublic_ = std::make_shared<const Bytes>(std::move(b));
+}
+
+void NodeEngine::linkedBegin(Round t, FrameHeader h) {
+  begun_ = t;
+  inRound_ = true;
+  if (stateless_) {
+    myDegree_ = static_cast<std::uint16_t>(sendTo_.size());
+    h.degree = myDegree_;
+    for (PeerId j : sendTo_) sendFrame(j, h, payload_, nullptr);
+    return;
+  }
+  std::uint16_t degree = 0;
+  for (const auto& [j, l] : links_)
+    if (l.scheduled && activeAt(l.start, l.end, t)) ++degree;
+  myDegree_ = degree;
+  h.degree = degree;
+  for (auto& [j, l] : links_) {
+    if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
+    if (l.start == t) {
+      const SharedBytes& pub = roundPublic_;
+      GOSSIP_CHECK(pub, "no public state captured for round ", t);
+      FrameHeader oh;
+      oh.kind = FrameKind::EdgeOpen;
+      oh.sender = self_;
+      oh.incarnation = incarnation_;
+      oh.round = t;
+      sealPayload(oh, *pub);
+      sendFrame(j, oh, pub, &l);
+    }
+    sendFrame(j, h, payload_, &l);
+  }
+}
+
+topology::MixingRow NodeEngine::linkedRow(Round t) {
+  topology::MixingRow row;
+  const auto degreeOf = [&](PeerId j) -> std::uint16_t {
+    for (const auto& in : ready_)
+      if (in.sender == j) return in.degree;
+    return 0;
+  };
+  const auto weight = [&](std::uint16_t dj) { return 1.0 / (1.0 + double(std::max(myDegree_, dj))); };
+  if (stateless_) {
+    for (const auto& in : ready_)
+      if (std::binary_search(sendTo_.begin(), sendTo_.end(), in.sender))
+        row.neighbors.emplace_back(in.sender, weight(in.degree));
+  } else {
+    auto& algo = node_->algorithm();
+    for (auto& [j, l] : links_) {
+      if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
+      if (!l.open) {
+        GOSSIP_CHECK(l.start == t && l.peerPublic, "edge to ", j, " is not open in round ", t);
+        algo.addEdge({j, l.incarnation}, *l.peerPublic);
+        l.peerPublic.reset();
+        l.open = true;
+      }
+      row.neighbors.emplace_back(j, weight(degreeOf(j)));
+    }
+  }
+  // Same arithmetic, in the same (ascending id) order, as topology::mixingRow: a static graph gives the
+  // simulator's weights bit for bit.
+  row.self = 1.0;
+  for (const auto& [j, w] : row.neighbors) row.self -= w;
+  return row;
+}
+
+void NodeEngine::linkedEnd(Round t) {
+  inRound_ = false;
+  roundPublic_.reset();
+  if (stateless_) return;
+  auto& algo = node_->algorithm();
+  for (auto it = links_.begin(); it != links_.end();) {
+    auto& [j, l] = *it;
+    if (l.scheduled && activeAt(l.start, l.end, t)) sendControl(j, FrameKind::Ack, t, {});
+    if (l.scheduled && l.end <= t + 1) {
+      if (l.open) algo.dropEdge({j, l.incarnation});
+      retire(j, l);
+      it = links_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+std::vector<LinkInfo> NodeEngine::links() const {
+  std::vector<LinkInfo> out;
+  if (stateless_) {
+    for (PeerId j : sendTo_) {
+      const Member* m = member(j);
+      out.push_back({j, m ? m->incarnation : 0, true, true, 0, kNoRound});
+    }
+    return out;
+  }
+  for (const auto& [j, l] : links_) out.push_back({j, l.incarnation, l.scheduled, l.open, l.start, l.end});
+  return out;
+}
+
+std::optional<Round> NodeEngine::takeStateRound() {
+  auto r = stateRound_;
+  stateRound_.reset();
+  return r;
+}
+
+void NodeEngine::dropAllEdges() {
+  auto& algo = node_->algorithm();
+  for (const auto& key : algo.edges()) algo.dropEdge(key);
+  links_.clear();
+}
+
+}  // namespace gossip::engine
