@@ -56,6 +56,8 @@ struct NodeConfig {
   std::string listen = "tcp://127.0.0.1:0";  // ZeroMQ endpoint; port 0 = ephemeral
   std::string http = "127.0.0.1:0";          // host:port of the HTTP server; "" = no HTTP server
   std::string data_dir = "./gossipd-data";   // checkpoints and keys of this node
+  std::uint64_t checkpoint_every = 100;      // run: rounds between checkpoints (0 = only at exit)
+  std::uint32_t keep_checkpoints = 3;        // run: newest checkpoints kept
 };
 
 struct ClusterConfig {
@@ -69,6 +71,13 @@ struct ClusterConfig {
   std::string weights = "metropolis";
   std::uint64_t seed = 1;           // topology seed; identical on every node
   std::vector<std::string> seeds;   // endpoints of seed nodes to join through
+  // run: membership and failure detection (peer/membership.h); LAN defaults, see docs/config.md.
+  std::uint32_t probe_interval_ms = 200;
+  std::uint32_t probe_timeout_ms = 100;
+  std::uint32_t indirect_probes = 3;
+  std::uint32_t suspicion_mult = 4;
+  std::uint32_t start_timeout_ms = 60000;  // run: wait this long for cluster.nodes members before round 0
+  std::uint32_t link_timeout_ms = 1000;    // run: an edge proposal unanswered this long is retried
 };
 
 struct AlgorithmConfig {
@@ -136,7 +145,12 @@ struct SimConfig {
   std::uint32_t threads = 1;
 };
 
-struct MonitorConfig {};  // reserved: [monitor] is accepted but has no keys yet
+struct MonitorConfig {
+  std::uint64_t eval_every = 50;       // run: rounds between test-accuracy evaluations (0 = never)
+  std::uint64_t eval_test_max = 2000;  // run: test samples used per evaluation (0 = all)
+  std::uint32_t status_every_ms = 500; // run: how often status.json is rewritten
+  std::uint32_t progress_every_ms = 2000;  // run: how often a progress line is printed
+};
 
 struct SecurityConfig {
   bool enable = false;   // CurveZMQ with an allow-list

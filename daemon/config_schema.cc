@@ -28,6 +28,8 @@ const KeySpec kSchema[] = {
     K(node, listen),
     K(node, http),
     K(node, data_dir),
+    K(node, checkpoint_every, Range::atLeast(0)),
+    K(node, keep_checkpoints, Range::atLeast(1)),
 
     K(cluster, nodes, Range::closed(1, kMaxNodes)),
     K(cluster, topology),  // checked with topology::parseKind in validate()
@@ -39,6 +41,12 @@ const KeySpec kSchema[] = {
     K(cluster, weights),  // checked with topology::parseWeightRule in validate(), as `gossipd topo` does
     K(cluster, seed),
     K(cluster, seeds),
+    K(cluster, probe_interval_ms, Range::atLeast(10)),
+    K(cluster, probe_timeout_ms, Range::atLeast(1)),
+    K(cluster, indirect_probes, Range::atLeast(0)),
+    K(cluster, suspicion_mult, Range::atLeast(1)),
+    K(cluster, start_timeout_ms, Range::atLeast(0)),
+    K(cluster, link_timeout_ms, Range::atLeast(10)),
 
     K(algorithm, name, {}, choicesOf<kAlgorithmNames>),
     K(algorithm, lr, Range::above(0)),
@@ -98,6 +106,11 @@ const KeySpec kSchema[] = {
     K(sim, eval_every, Range::atLeast(1)),
     K(sim, eval_test_max, Range::atLeast(0)),
     K(sim, threads, Range::atLeast(1)),
+
+    K(monitor, eval_every, Range::atLeast(0)),
+    K(monitor, eval_test_max, Range::atLeast(0)),
+    K(monitor, status_every_ms, Range::atLeast(50)),
+    K(monitor, progress_every_ms, Range::atLeast(100)),
 
     K(security, enable),
     K(security, keys_dir),

@@ -74,6 +74,9 @@ void checkNode(const Config& c, std::vector<std::string>& p) {
     if (c.cluster.seeds[i].empty()) p.push_back("cluster.seeds[" + std::to_string(i) + "] must not be empty");
   if (c.security.enable && c.security.keys_dir.empty())
     p.push_back("security.keys_dir is required when security.enable = true");
+  if (c.cluster.probe_timeout_ms >= c.cluster.probe_interval_ms)
+    p.push_back("cluster.probe_timeout_ms must be below cluster.probe_interval_ms (got " +
+                std::to_string(c.cluster.probe_timeout_ms) + " >= " + std::to_string(c.cluster.probe_interval_ms) + ")");
 }
 
 void checkTopology(const Config& c, std::vector<std::string>& p) {

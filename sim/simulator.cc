@@ -34,6 +34,26 @@ constexpr std::size_t kNodeAccuracySamples = 1000;  // ... on this many test sam
 
 }  // namespace
 
+std::unique_ptr<algo::Node> makeNode(const SimSetup& s, PeerId id, Incarnation inc) {
+  Vec x0;
+  Rng initRng(deriveSeed({s.seed, 0x1417ull}));  // same start on every node: x0 is a shared seed's draw
+  s.model->init(x0, initRng);
+  algo::AlgorithmParams p = s.algorithm;
+  p.l1 = s.model->l1();
+  p.seed = s.seed;
+  p.incarnation = inc;
+  auto algorithm = algo::makeAlgorithm(p, *s.compressor, id, x0);
+  // A restarted node never replays its old sampling stream (incarnation 0 keeps the historical seed).
+  const std::uint64_t estSeed =
+      inc == 0 ? deriveSeed({s.seed, id, 0xE57ull}) : deriveSeed({s.seed, id, 0xE57ull, 0x1AC0ull, inc});
+  auto est = training::makeEstimator(s.estimator, *s.model, *s.train, s.partition[id], estSeed);
+  algo::NodeSchedule sched;
+  sched.lr = [lr = s.lr](Round t) { return lr.value(t); };
+  sched.localSteps = [ls = s.local](Round t) { return static_cast<unsigned>(std::max(1, ls.value(t))); };
+  sched.l1 = s.model->l1();
+  return std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
+}
+
 struct Simulator::Sim {
   engine::InprocTransport transport;
   std::unique_ptr<engine::NodeEngine> engine;
@@ -70,23 +90,7 @@ Simulator::~Simulator() = default;
 void Simulator::addNode(PeerId id, Incarnation inc) {
   if (nodes_.count(id)) throw ConfigError("faults.join: node " + std::to_string(id) + " is already alive");
   incarnations_[id] = inc;
-  Vec x0;
-  Rng initRng(deriveSeed({s_.seed, 0x1417ull}));  // same start on every node: x0 is a shared seed's draw
-  s_.model->init(x0, initRng);
-  algo::AlgorithmParams p = s_.algorithm;
-  p.l1 = s_.model->l1();
-  p.seed = s_.seed;
-  p.incarnation = inc;
-  auto algorithm = algo::makeAlgorithm(p, *s_.compressor, id, x0);
-  // A restarted node never replays its old sampling stream (incarnation 0 keeps the historical seed).
-  const std::uint64_t estSeed =
-      inc == 0 ? deriveSeed({s_.seed, id, 0xE57ull}) : deriveSeed({s_.seed, id, 0xE57ull, 0x1AC0ull, inc});
-  auto est = training::makeEstimator(s_.estimator, *s_.model, *s_.train, s_.partition[id], estSeed);
-  algo::NodeSchedule sched;
-  sched.lr = [lr = s_.lr](Round t) { return lr.value(t); };
-  sched.localSteps = [ls = s_.local](Round t) { return static_cast<unsigned>(std::max(1, ls.value(t))); };
-  sched.l1 = s_.model->l1();
-  auto node = std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
+  auto node = makeNode(s_, id, inc);
   net_.attach(id);
   auto sim = std::unique_ptr<Sim>(new Sim{engine::InprocTransport(net_, id), nullptr});
   sim->engine = std::make_unique<engine::NodeEngine>(id, inc, std::move(node), sim->transport);

@@ -83,6 +83,11 @@ struct EvalRecord {
   double seconds = 0;              // wall time since start (progress only; not a benchmark)
 };
 
+// Node `id` in life `inc` as the setup defines it: the shared initial model (a draw of the shared seed),
+// the algorithm, the estimator over partition[id] and the schedules. The daemon builds its node with the
+// same function, which is why a daemon cluster and the simulator compute the same numbers.
+std::unique_ptr<algo::Node> makeNode(const SimSetup& s, PeerId id, Incarnation inc);
+
 class Simulator {
  public:
   explicit Simulator(SimSetup setup);
