@@ -373,6 +373,14 @@ topology::MixingRow NodeEngine::linkedRow(Round t) {
 void NodeEngine::linkedEnd(Round t) {
   inRound_ = false;
   roundPublic_.reset();
+  for (PeerId j : stateWanted_) {
+    const auto& x = node_->algorithm().x();
+    Bytes b;
+    ByteWriter w(b);
+    serial::putArray(w, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())));
+    sendControl(j, FrameKind::State, nextRound(), std::move(b));
+  }
+  stateWanted_.clear();
   if (stateless_) return;
   auto& algo = node_->algorithm();
   for (auto it = links_.begin(); it != links_.end();) {
@@ -399,6 +407,13 @@ std::vector<LinkInfo> NodeEngine::links() const {
   }
   for (const auto& [j, l] : links_) out.push_back({j, l.incarnation, l.scheduled, l.open, l.start, l.end});
   return out;
+}
+
+std::size_t NodeEngine::unackedFrames() const {
+  std::size_t n = 0;
+  for (const auto& [j, l] : links_) n += l.unacked.size();
+  for (const auto& [j, c] : closed_) n += c.unacked.size();
+  return n;
 }
 
 std::optional<Round> NodeEngine::takeStateRound() {

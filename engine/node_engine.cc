@@ -123,6 +123,12 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       return;
     }
     case FrameKind::StateRequest: {
+      if (linked_ && inRound_) {
+        // Mid-round our model is half-way (local steps taken, not yet mixed): answer after the mix.
+        if (std::find(stateWanted_.begin(), stateWanted_.end(), h.sender) == stateWanted_.end())
+          stateWanted_.push_back(h.sender);
+        return;
+      }
       const auto& x = node_->algorithm().x();
       // The round carried back is the one the requester should continue from (linked mode: our next).
       sendControl(h.sender, FrameKind::State, linked_ ? nextRound() : h.round,

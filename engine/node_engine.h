@@ -134,6 +134,8 @@ class NodeEngine {
   std::optional<Round> takeStateRound();
   // Drops every edge (a node that restarts as a new incarnation keeps its model, not its edges).
   void dropAllEdges();
+  // Frames sent but not yet acknowledged by their receivers (a finishing node waits for 0 before leaving).
+  std::size_t unackedFrames() const;
 
   // Whole node state for a checkpoint: identity, view epoch, algorithm (with edges) and estimator.
   Bytes save(Round nextRound) const;
@@ -225,6 +227,7 @@ class NodeEngine {
   std::uint64_t proposalSeq_ = 0;
   std::uint64_t nowMs_ = 0;
   std::optional<Round> stateRound_;
+  std::vector<PeerId> stateWanted_;              // state requests that came mid-round
   SharedBytes roundPublic_;                     // EdgeOpen payload of the round begun last (if any edge starts)
   bool inRound_ = false;                         // between beginRound and the end of endRound
 
