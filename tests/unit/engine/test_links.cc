@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "compressors/compressor.h"
 #include "core/rng.h"
@@ -120,13 +121,13 @@ void runLinked(Net& n, Rng& rng, Round rounds, std::uint64_t& now, std::uint64_t
     if (done) return;
     if (sweep >= limit) {
       for (auto& [id, e] : n.engines) {
-        std::string s = "node " + std::to_string(id) + " next " + std::to_string(e->nextRound()) +
-                        (e->inRound() ? " in round" : " between rounds") + " links:";
+        std::ostringstream s;
+        s << "node " << id << " next " << e->nextRound() << (e->inRound() ? " in round" : " between rounds")
+          << " links:";
         for (const auto& l : e->links())
-          s += " " + std::to_string(l.peer) + "/" + std::to_string(l.incarnation) + (l.scheduled ? " s" : " -") +
-               std::to_string(l.start) + (l.open ? " open" : "") + " end " +
-               (l.end == kNoRound ? std::string("inf") : std::to_string(l.end));
-        MESSAGE(s);
+          s << ' ' << l.peer << '/' << l.incarnation << (l.scheduled ? " s" : " -") << l.start
+            << (l.open ? " open" : "") << " end " << (l.end == kNoRound ? std::string("inf") : std::to_string(l.end));
+        MESSAGE(s.str());
       }
     }
     REQUIRE_MESSAGE(sweep < limit, "linked nodes did not reach round ", rounds);
