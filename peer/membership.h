@@ -1,0 +1,231 @@
+#pragma once
+// Membership: SWIM-style membership and failure detection (DESIGN.md §5), as pure logic. It owns no socket,
+// no thread and reads no clock: the daemon passes the time to tick()/receive(), carries the bytes it is
+// given to SendFn inside its own frames (Membership frames, whose authenticated header names the sender)
+// and maps endpoints to connections. That keeps it deterministic and testable over a simulated network.
+//
+// Members. A member is (id, incarnation): the incarnation is the node's life, bumped by the daemon on every
+// restart, so a higher incarnation of an id is a new member that replaces the old one. Within one
+// incarnation, `version` is SWIM's "incarnation number": only its owner bumps it, to refute a suspicion.
+// Precedence for the same (id, incarnation): Alive(v) beats Suspect(v') iff v > v'; Suspect(v) beats
+// Alive(v') iff v >= v'; Dead beats both at any version; Dead and Left are final. Dead and Left members are
+// kept as tombstones so old gossip cannot resurrect them, and are never probed.
+//
+// Protocol
+//  - Join: until a JoinReply arrives, send Join to the seeds round-robin, waiting join_retry_initial,
+//    doubling up to join_retry_max between attempts. Any member answers a Join with its whole table
+//    (tombstones included). joined() is true once a JoinReply or any message from a member arrived; Join
+//    retries go on until a full list came, since piggybacked gossip only carries recent changes.
+//  - Probing: every probe_interval, ping the next member of a list of Alive+Suspect members that is
+//    shuffled on every pass. No ack within probe_timeout: PingReq to `indirect_probes` random Alive members,
+//    who ping the target and forward its ack. No ack by the end of the interval: the target becomes Suspect
+//    and, besides the gossip, is told so directly, again every probe_interval while it stays Suspect: it
+//    must refute before the timeout, and waiting for some random prober to bring it the news can take long
+//    (no prober picks a given node in an interval with probability ~1/e).
+//  - Suspicion timeout = suspicion_mult * max(1, log10(n)) * probe_interval with n the Alive+Suspect
+//    members including self (memberlist's rule: the time gossip needs to reach everyone grows with log n).
+//    Every node that holds a suspicion runs its own timer; on expiry it declares the member Dead. Halfway
+//    through, a node that heard the suspicion only by gossip and has not seen it refuted probes the suspect
+//    itself (the Ping carries the suspicion, the Ack the refutation): a refutation's gossip can run out of
+//    retransmissions before it reaches every holder, and at 10% message loss that alone caused false deaths
+//    in the simulated tests. It costs one probe per holder still unaware, only for unrefuted suspicions.
+//  - Refuting: a node that hears it is Suspect bumps its version and sends Alive(version) back to whoever
+//    told it; every message it sends carries its own record, which also refutes. A node that hears it is
+//    Dead (its id and current incarnation) never refutes: declaredDead() turns true and the daemon restarts
+//    it as incarnation+1. A message from a member we hold as Suspect/Dead is answered with that record, so a
+//    node back from a pause learns its fate even if nobody gossips to it.
+//  - A rumour older than what we know (a refuted suspicion, a dead member said to be alive, an older
+//    incarnation) is answered with our record, so a node still spreading it is corrected at once.
+//  - Dissemination: every state change is queued (one entry per member, newest first) and piggybacked on
+//    Ping/Ack/PingReq/Leave/Gossip messages, at most max_piggyback per message and
+//    retransmit_mult * ceil(log10(n+1)) times each.
+//  - Leave: self becomes Left, a Leave goes to up to indirect_probes+1 live members who mark it Left at once
+//    and gossip it on. The node then stops probing but, until the daemon stops it, answers pings with an Ack
+//    carrying its Left record, so a prober that has not heard of the leave yet does not suspect it.
+//  - A transport hint (hintUnreachable) starts an extra probe at once: it can lead to suspicion, never
+//    straight to death.
+//  - Pause detection (Lifeguard's local health, simplified): if tick() is not called for more than two
+//    probe intervals, the node was not running (SIGSTOP, swapped out); it drops its in-flight probes without
+//    suspecting anyone and restarts its suspicion timers, since it could not have heard refutations.
+//    The caller should tick at least every probe_timeout / 2.
+//
+// Wire format (little-endian, version 1): every message is
+//     u32 tag "GSWM", u8 version, u8 kind, Record sender, body(kind), u16 n, Record[n] piggybacked updates
+// where Record = u32 id (not kUnknownPeer), u64 incarnation, u64 version, u8 state (MemberState),
+// u16 length + endpoint bytes (1 to 256).
+// The sender record must name the frame's sender and be Alive or Left (Left in a Leave). Kinds and bodies:
+//     1 Join       (empty)                 ask the receiver for its member list
+//     2 JoinReply  u32 n, Record[n]        the whole table, n <= 65536
+//     3 Ping       u32 seq, u32 target     target must be the receiver; answered by an Ack
+//     4 PingReq    u32 seq, u32 target, u64 target incarnation, u16 length + endpoint
+//                                          ping target on the sender's behalf and forward its Ack
+//     5 Ack        u32 seq, u32 target     `target` is alive (sent by it, or forwarded by a helper)
+//     6 Leave      (empty)                 the sender leaves the group
+//     7 Gossip     (empty)                 updates only (refutations, telling a node its own state)
+// Every count is checked against the bytes that remain before anything is allocated; trailing bytes are
+// an error. receive() decodes the whole message before it changes anything, so a DecodeError leaves the
+// state untouched.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/bytes.h"
+#include "core/rng.h"
+#include "core/types.h"
+#include "engine/view.h"
+
+namespace gossip::peer {
+
+using MsClock = std::chrono::steady_clock;
+
+enum class MemberState : std::uint8_t { Alive = 0, Suspect = 1, Dead = 2, Left = 3 };
+
+struct MemberInfo {
+  PeerId id = 0;
+  Incarnation incarnation = 0;  // the node's life (bumped on every restart; persisted by the daemon)
+  std::uint64_t version = 0;    // SWIM's "incarnation number", to refute suspicion; only its owner bumps it
+  std::string endpoint;         // e.g. "tcp://127.0.0.1:41234"
+  MemberState state = MemberState::Alive;
+  bool operator==(const MemberInfo&) const = default;
+};
+
+struct MembershipOptions {
+  std::chrono::milliseconds probe_interval{200};
+  std::chrono::milliseconds probe_timeout{100};  // wait for a direct ack before asking others
+  unsigned indirect_probes = 3;
+  unsigned suspicion_mult = 4;   // suspicion timeout = suspicion_mult * max(1, log10(n)) * probe_interval
+  unsigned retransmit_mult = 4;  // each update is piggybacked retransmit_mult * ceil(log10(n+1)) times
+  std::size_t max_piggyback = 16;  // updates per message
+  std::chrono::milliseconds join_retry_initial{200};
+  std::chrono::milliseconds join_retry_max{5000};
+};
+
+struct MembershipEvent {
+  // Died also reports an Alive/Suspect incarnation replaced by a newer one of the same id (it is gone).
+  enum class Kind { Joined, Suspected, Refuted, Died, Left } kind;
+  PeerId id;
+  Incarnation incarnation;
+  bool operator==(const MembershipEvent&) const = default;
+};
+
+struct MembershipStats {
+  std::uint64_t messages_sent = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t probes_sent = 0;           // direct pings of our own probes
+  std::uint64_t indirect_probes_sent = 0;  // PingReqs sent
+  std::uint64_t suspicions_raised = 0;     // by our own failed probes
+  std::uint64_t suspicions_refuted = 0;    // suspicions of ourselves we refuted
+  std::uint64_t deaths_declared = 0;       // by our own suspicion timers
+  std::uint64_t join_attempts = 0;
+  bool operator==(const MembershipStats&) const = default;
+};
+
+class Membership {
+ public:
+  // to == kUnknownPeer for a seed whose id is not known yet; endpoint always set. Called synchronously from
+  // tick/receive/leave/hintUnreachable: it must queue the bytes, not call back into this object.
+  using SendFn = std::function<void(PeerId to, const std::string& endpoint, Bytes payload)>;
+  static constexpr PeerId kUnknownPeer = 0xFFFFFFFFu;
+  static constexpr std::size_t kMaxEndpoint = 256;
+  static constexpr std::size_t kMaxMembers = 65536;
+  static constexpr std::size_t kMaxPiggyback = 1024;  // accepted per message
+
+  Membership(MemberInfo self, std::vector<std::string> seeds, MembershipOptions options, SendFn send,
+             std::uint64_t rng_seed);
+
+  void tick(MsClock::time_point now);  // probes, ack timeouts, indirect probes, suspicion expiry, join retries
+  // One message from `from` (the daemon read the sender id from its authenticated frame header). Throws
+  // DecodeError on malformed bytes, leaving the state unchanged.
+  void receive(PeerId from, std::span<const std::byte> payload, MsClock::time_point now);
+  void leave(MsClock::time_point now);  // graceful leave: announce Left to several members
+  // A hint from the transport that a connection to `id` broke: probe it now (suspicion, never death).
+  void hintUnreachable(PeerId id, MsClock::time_point now);
+
+  bool joined() const { return joined_; }
+  bool declaredDead() const { return declared_dead_; }
+  bool hasLeft() const { return left_; }
+  const MemberInfo& self() const { return members_.at(self_id_).info; }
+  std::vector<MemberInfo> members() const;        // everyone known, any state, sorted by id
+  std::vector<engine::Member> alive() const;      // Alive + Suspect, incl. self, sorted by id
+  std::vector<MembershipEvent> takeEvents();      // since the last call
+  const MembershipStats& stats() const { return stats_; }
+  std::chrono::milliseconds suspicionTimeout() const;
+
+ private:
+  struct Entry {
+    MemberInfo info;
+    MsClock::time_point suspect_since{};
+    bool accused_by_us = false;          // our probe raised its current suspicion
+    bool checked = false;                // we probed it ourselves halfway through the suspicion
+    MsClock::time_point next_notice{};   // when we tell it again that it is suspected
+  };
+  struct Probe {
+    PeerId target;
+    Incarnation incarnation;
+    std::uint32_t seq;
+    MsClock::time_point start;
+    bool indirect_sent = false;
+    bool acked = false;
+  };
+  struct Relay {  // a ping we send on behalf of a PingReq
+    PeerId requester;
+    std::uint32_t requester_seq;
+    PeerId target;
+    MsClock::time_point expires;
+  };
+  struct Broadcast {
+    std::uint64_t order;  // higher = newer
+    unsigned left;        // transmissions remaining
+  };
+  struct Message;  // decoded form, defined in membership.cc
+  static Message decode(PeerId from, std::span<const std::byte> payload, std::uint8_t& kind);
+
+  std::size_t liveCount() const;
+  bool isLive(PeerId id) const;
+  void enqueue(PeerId id);
+  Bytes encode(std::uint8_t kind, const Message& body, std::span<const PeerId> forced);
+  void sendMsg(PeerId to, const std::string& endpoint, std::uint8_t kind, const Message& body,
+               std::span<const PeerId> forced = {});
+  void sendPing(PeerId target, const std::string& endpoint, std::uint32_t seq,
+                std::span<const PeerId> forced = {});
+  bool apply(const MemberInfo& rec, MsClock::time_point now, bool& refuted);
+  void suspect(PeerId id, MsClock::time_point now);
+  void noticeSuspects(MsClock::time_point now);
+  void startProbe(PeerId id, MsClock::time_point now);
+  void handleProbes(MsClock::time_point now);
+  void nextProbe(MsClock::time_point now);
+  void tryJoin(MsClock::time_point now);
+  std::vector<PeerId> randomLive(std::size_t k, PeerId exclude, bool alive_only);
+
+  PeerId self_id_;
+  std::vector<std::string> seeds_;
+  MembershipOptions opt_;
+  SendFn send_;
+  Rng rng_;
+  std::map<PeerId, Entry> members_;
+  std::map<PeerId, Broadcast> queue_;
+  std::uint64_t next_order_ = 0;
+  std::vector<Probe> probes_;
+  std::map<std::uint32_t, Relay> relays_;  // by our seq
+  std::uint32_t next_seq_ = 1;
+  std::vector<PeerId> probe_order_;
+  std::size_t probe_pos_ = 0;
+  std::optional<MsClock::time_point> last_tick_;
+  std::optional<MsClock::time_point> next_probe_;
+  std::optional<MsClock::time_point> next_join_;
+  std::chrono::milliseconds join_backoff_{0};
+  std::size_t join_index_ = 0;
+  bool got_list_ = false;
+  bool joined_ = false;
+  bool declared_dead_ = false;
+  bool left_ = false;
+  std::vector<MembershipEvent> events_;
+  MembershipStats stats_;
+};
+
+}  // namespace gossip::peer
