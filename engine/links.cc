@@ -107,13 +107,18 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
     if (!want.count(j)) closeLink(j, mixingRound() + (inRound_ ? 1 : 0));
   }
   for (const auto& [j, inc] : want) {
-    if (links_.count(j)) continue;
+    if (links_.count(j) || holdEdges_) continue;
     Link l;
     l.incarnation = inc;
     l.proposer = self_ < j;
     auto& nl = links_.emplace(j, std::move(l)).first->second;
     if (nl.proposer) propose(j, nl, nowMs);
   }
+}
+
+void NodeEngine::holdEdges(bool hold, std::uint64_t nowMs) {
+  holdEdges_ = hold;
+  if (!hold && vg_) setMembers(vg_->view, nextRound(), nowMs);
 }
 
 bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const {
@@ -194,7 +199,7 @@ void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
     case FrameKind::EdgeHello: {
       const std::uint64_t proposal = readU64(payload);
       if (self_ > j) {  // a proposal to us
-        if (!l) return sendControl(j, FrameKind::EdgeClose, 0, {});  // we do not want this edge (yet)
+        if (!l || holdEdges_) return sendControl(j, FrameKind::EdgeClose, 0, {});  // not (yet) wanted
         if (!l->scheduled) {
           l->scheduled = true;
           l->start = std::max<Round>(h.round, nextRound());

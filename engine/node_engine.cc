@@ -93,7 +93,7 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
 }
 
 void NodeEngine::requestState(PeerId from, Round round) {
-  stateFrom_ = from;
+  stateFrom_.insert(from);
   sendControl(from, FrameKind::StateRequest, round, {});
 }
 
@@ -137,7 +137,7 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
     }
     case FrameKind::State: {
       // A model replaces ours only when we asked this peer for it, and only once.
-      if (stateFrom_ != h.sender) return reject("unrequested_state");
+      if (!stateFrom_.count(h.sender)) return reject("unrequested_state");
       ByteReader r(payload, "state payload");
       auto x = serial::getArray<double>(r);
       r.expectEnd();
@@ -146,7 +146,7 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       for (double v : x)
         if (!std::isfinite(v)) return reject("non_finite");
       mine = Eigen::Map<const training::Vec>(x.data(), mine.size());
-      stateFrom_.reset();
+      stateFrom_.clear();
       stateRound_ = h.round;
       return;
     }

@@ -42,6 +42,7 @@
 //
 // Not thread-safe: one thread drives one engine.
 #include <map>
+#include <set>
 #include <optional>
 #include <memory>
 #include <string>
@@ -132,6 +133,12 @@ class NodeEngine {
   bool inRound() const { return inRound_; }
   // The round of the last model taken by state transfer (the joiner continues from it), once.
   std::optional<Round> takeStateRound();
+  // While held, the view is installed (frames of members are accepted, state transfer works) but no edge
+  // is proposed and proposals are declined: a node fetching the current model must not agree to mix
+  // rounds it has not reached yet. Releasing it proposes the view's edges.
+  void holdEdges(bool hold, std::uint64_t nowMs);
+  // Out-neighbours of the current view's graph (edges agreed or not).
+  const std::vector<PeerId>& viewNeighbors() const { return sendTo_; }
   // Drops every edge (a node that restarts as a new incarnation keeps its model, not its edges).
   void dropAllEdges();
   // Frames sent but not yet acknowledged by their receivers (a finishing node waits for 0 before leaving).
@@ -190,7 +197,7 @@ class NodeEngine {
   std::vector<PeerId> sendTo_;                 // out-neighbours (= neighbours for undirected graphs)
   std::map<PeerId, Incarnation> wanted_;       // replica methods: edges this view wants
   std::map<PeerId, std::uint64_t> linkSeq_;    // per-link sequence numbers of sent frames
-  std::optional<PeerId> stateFrom_;            // the peer asked for its model; only its State is taken
+  std::set<PeerId> stateFrom_;                 // peers asked for their model; the first State of one of them is taken
 
   compress::Encoded encoded_;
   std::shared_ptr<Bytes> payload_;             // this round's payload, shared with receivers
@@ -229,7 +236,8 @@ class NodeEngine {
   std::optional<Round> stateRound_;
   std::vector<PeerId> stateWanted_;              // state requests that came mid-round
   SharedBytes roundPublic_;                     // EdgeOpen payload of the round begun last (if any edge starts)
-  bool inRound_ = false;                         // between beginRound and the end of endRound
+  bool inRound_ = false;
+  bool holdEdges_ = false;                         // between beginRound and the end of endRound
 
 };
 
