@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 BUILD ?= build/release
 ASAN_BUILD ?= build/asan
+TSAN_BUILD ?= build/tsan
+# The threaded code (the ZeroMQ transport's I/O thread, membership, the engine it feeds) runs under TSan.
+TSAN_TESTS := test_engine test_peer test_membership
 JOBS ?= $(shell nproc)
 GOSSIPD := $(BUILD)/daemon/gossipd
 
@@ -11,7 +14,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config zlib1g-dev \
   libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev dataset-fashion-mnist \
   python3 python3-numpy python3-matplotlib
 
-.PHONY: all deps build build-asan test test-asan demo bench clean
+.PHONY: all deps build build-asan build-tsan test test-asan demo bench clean
 
 all: build
 
@@ -33,10 +36,16 @@ build-asan: deps
 	[ -f $(ASAN_BUILD)/build.ninja ] || cmake --preset asan
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# Unit and integration tests in the release build, then the unit tests again under ASan+UBSan.
-test: build build-asan
+build-tsan: deps
+	[ -f $(TSAN_BUILD)/build.ninja ] || cmake --preset tsan
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS)
+
+# Unit and integration tests in the release build, then the unit tests again under ASan+UBSan, then the
+# engine, transport and membership tests under ThreadSanitizer.
+test: build build-asan build-tsan
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+	set -e; for t in $(TSAN_TESTS); do echo "== TSan: $$t"; TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_BUILD)/tests/$$t; done
 
 demo: build
 	./scripts/demo.sh $(GOSSIPD)

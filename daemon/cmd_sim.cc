@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "daemon/cli.h"
 #include "daemon/config.h"
+#include "daemon/model_meta.h"
+#include "daemon/model_out.h"
 #include "daemon/sim_setup.h"
 #include "sim/simulator.h"
 
@@ -59,7 +61,10 @@ constexpr const char* kSimUsage =
     "  --save-after R --checkpoint-dir DIR\n"
     "                 after round R, write every node's checkpoint and the simulator's state to DIR\n"
     "  --resume DIR   continue a run saved in DIR (same configuration); ends bit-identical to a run\n"
-    "                 that was never interrupted\n";
+    "                 that was never interrupted\n"
+    "  --save-models DIR\n"
+    "                 at the end, write each node's model as DIR/node-<id>/model.npy (+ model.json),\n"
+    "                 the files `gossipd run` writes\n";
 
 // Fails before the run if `out` cannot be written: a directory, a missing parent, or a parent that does
 // not accept a new file (probed by creating and removing a temporary file next to it).
@@ -84,7 +89,7 @@ void checkOutPath(const std::string& out) {
 
 int sim(std::vector<std::string> argv) {
   cli::Args args{std::move(argv)};
-  std::optional<std::string> configFile, out, checkpointDir, resumeDir;
+  std::optional<std::string> configFile, out, checkpointDir, resumeDir, modelsDir;
   std::optional<Round> saveAfter;
   std::vector<std::string> sets;
   while (!args.done()) {
@@ -101,6 +106,7 @@ int sim(std::vector<std::string> argv) {
     else if (flag == "--out") out = args.next(flag);
     else if (flag == "--checkpoint-dir") checkpointDir = args.next(flag);
     else if (flag == "--resume") resumeDir = args.next(flag);
+    else if (flag == "--save-models") modelsDir = args.next(flag);
     else if (flag == "--save-after") {
       const std::string v = args.next(flag);
       char* end = nullptr;
@@ -110,7 +116,7 @@ int sim(std::vector<std::string> argv) {
       saveAfter = r;
     } else
       throw ConfigError("unknown option '" + flag +
-                        "' (expected --config, --set, --out, --save-after, --checkpoint-dir, --resume)");
+                        "' (expected --config, --set, --out, --save-after, --checkpoint-dir, --resume, --save-models)");
   }
   if (saveAfter.has_value() != checkpointDir.has_value())
     throw ConfigError("--save-after and --checkpoint-dir go together");
@@ -138,6 +144,13 @@ int sim(std::vector<std::string> argv) {
                  static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
     const Round total = config.algorithm.rounds;
     records = simulator.run([total](const sim::EvalRecord& r) { printProgress(r, total); });
+    if (modelsDir)
+      for (const auto& [id, x] : simulator.models()) {
+        const auto dir = std::filesystem::path(*modelsDir) / ("node-" + std::to_string(id));
+        std::filesystem::create_directories(dir);
+        daemon::writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())),
+                           daemon::modelMeta(config, *problem->model, problem->train, config.algorithm.rounds, id, 0));
+      }
   } catch (const ConfigError& e) {
     // The topology, data and algorithm modules name their own parameter ("degree: ..."); name the key.
     throw ConfigError(daemon::withConfigKey(e.what()));

@@ -11,6 +11,8 @@
 namespace gossip::cmd {
 int topo(std::vector<std::string> args);
 int sim(std::vector<std::string> args);
+int run(std::vector<std::string> args);
+int cluster(std::vector<std::string> args);
 }
 
 namespace {
@@ -21,6 +23,10 @@ constexpr const char* kUsage =
     "  topo --topology T --nodes N [--degree D] [--extra E] [--rows R] [--prob P] [--seed S]\n"
     "       [--round R] [--weights metropolis|maxdegree|uniform] [--lazy] [--edges FILE] [--json]\n"
     "       print a topology's edges, mixing weights and spectral gap (docs/topologies.md)\n"
+    "  run [--config F] [--set section.key=value]...\n"
+    "       one node of a cluster, over ZeroMQ (gossipd run --help)\n"
+    "  cluster --nodes N [--config F] [--set section.key=value]... [--dir D]\n"
+    "       N local nodes, supervised, one progress display (gossipd cluster --help)\n"
     "  sim --config F [--set section.key=value]... [--out results.json]\n"
     "       N virtual nodes in one process (see docs/config.md for every key)\n"
     "  help   this text\n";
@@ -37,6 +43,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "topo") return gossip::cmd::topo(std::move(rest));
     if (command == "sim") return gossip::cmd::sim(std::move(rest));
+    if (command == "run") return gossip::cmd::run(std::move(rest));
+    if (command == "cluster") return gossip::cmd::cluster(std::move(rest));
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

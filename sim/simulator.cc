@@ -204,6 +204,12 @@ std::optional<training::Vec> Simulator::dualSum() const {
   return sum;
 }
 
+std::map<PeerId, training::Vec> Simulator::models() const {
+  std::map<PeerId, Vec> out;
+  for (const auto& [id, n] : nodes_) out[id] = n->engine->node().algorithm().x();
+  return out;
+}
+
 const training::Vec* Simulator::optimum() {
   if (!s_.reference) return nullptr;
   std::vector<PeerId> alive;

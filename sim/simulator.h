@@ -99,6 +99,8 @@ class Simulator {
   // Sum over alive nodes of the edge-decomposed dual d_i (LEAD family), for invariant checks: it is 0 up
   // to rounding after every round, whatever crashed or joined. Empty for methods without a dual.
   std::optional<training::Vec> dualSum() const;
+  // Every alive node's model (after run(): the final models), by id.
+  std::map<PeerId, training::Vec> models() const;
 
  private:
   struct Sim;  // one virtual node: its transport and engine

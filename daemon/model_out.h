@@ -1,0 +1,23 @@
+#pragma once
+// A node's model where a user can load it: dir/model.npy (NumPy format 1.0, '<f8', shape (n,), the data
+// 64-byte aligned as the format asks) and dir/model.json (model kind, shape, layout, round, node). Both
+// are written atomically (temp file, fsync, rename, fsync of the directory): a reader sees the old model
+// or the new one, never a torn file. IoError naming the path on failure.
+#include <filesystem>
+#include <span>
+
+#include <nlohmann/json.hpp>
+
+#include "core/bytes.h"
+
+namespace gossip::daemon {
+
+void writeModel(const std::filesystem::path& dir, std::span<const double> x, const nlohmann::json& meta);
+
+// The .npy bytes of a float64 vector (exposed for tests).
+Bytes npyBytes(std::span<const double> x);
+
+// Writes `bytes` to `path` atomically (temp, fsync, rename, fsync dir); IoError naming the path.
+void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+
+}  // namespace gossip::daemon

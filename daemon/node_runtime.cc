@@ -1,0 +1,572 @@
+#include "daemon/node_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/serial.h"
+#include "daemon/model_meta.h"
+#include "daemon/model_out.h"
+#include "daemon/sim_setup.h"
+#include "engine/checkpoint.h"
+#include "engine/frame.h"
+#include "engine/node_engine.h"
+#include "peer/membership.h"
+#include "peer/zmq_transport.h"
+#include "sim/simulator.h"
+
+namespace gossip::daemon {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+volatile std::sig_atomic_t gStop = 0;
+extern "C" void onStopSignal(int) { gStop = 1; }
+
+constexpr std::uint32_t kRunStateTag = serial::fourcc("GRUN");
+// Pseudo ids for seed endpoints whose node id is not known yet (transport destinations only).
+constexpr PeerId kSeedIdBase = 0x80000000u;
+
+std::uint64_t msSince(Clock::time_point t0) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+}
+
+void writeTextAtomic(const fs::path& path, const std::string& text) { writeFileAtomic(path, std::as_bytes(std::span(text))); }
+
+// The engine reads from this queue; membership frames never reach it.
+class EngineTransport final : public engine::Transport {
+ public:
+  explicit EngineTransport(peer::ZmqTransport& z) : z_(z) {}
+  void send(PeerId to, Bytes header, engine::SharedBytes payload) override { z_.send(to, std::move(header), std::move(payload)); }
+  bool receive(engine::RawFrame& out) override {
+    if (q_.empty()) return false;
+    out = std::move(q_.front());
+    q_.pop_front();
+    return true;
+  }
+  void push(engine::RawFrame f) { q_.push_back(std::move(f)); }
+
+ private:
+  peer::ZmqTransport& z_;
+  std::deque<engine::RawFrame> q_;
+};
+
+// The rows of one node's shard as a data set of its own (the daemon keeps only its shard in memory).
+training::Dataset takeRows(const training::Dataset& src, std::span<const std::uint32_t> rows) {
+  training::Dataset d;
+  d.classes = src.classes;
+  d.X.resize(static_cast<Eigen::Index>(rows.size()), src.X.cols());
+  d.y.reserve(rows.size());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    d.X.row(static_cast<Eigen::Index>(k)) = src.X.row(rows[k]);
+    d.y.push_back(src.y[rows[k]]);
+  }
+  return d;
+}
+
+}  // namespace
+
+void installStopSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+struct NodeRuntime::Impl {
+  Config c;
+  PeerId id;
+  fs::path dir;
+  Incarnation incarnation = 0;
+  std::unique_ptr<SimProblem> problem;
+  std::optional<training::Dataset> evalSet;
+  std::unique_ptr<peer::ZmqTransport> zmq;
+  std::unique_ptr<EngineTransport> etransport;
+  std::unique_ptr<engine::NodeEngine> engine;
+  std::unique_ptr<peer::Membership> membership;
+  Clock::time_point t0 = Clock::now();
+  std::map<PeerId, std::string> endpoints;  // transport destinations we set up
+  std::map<std::string, PeerId> seedIds;
+  bool resumed = false;                     // loaded a checkpoint
+  Round resumeRound = 0;
+  enum class Phase { Joining, Syncing, Training, Finishing } phase = Phase::Joining;
+  std::string state = "joining";
+  std::uint64_t phaseSince = 0;
+  std::uint64_t roundStarted = 0;
+  double accuracy = -1;
+  double lastLoss = 0;
+  std::uint64_t membershipBytes = 0, frameErrors = 0;
+  std::uint64_t nextStatus = 0, nextProgress = 0;
+  Round lastCheckpoint = 0;
+  std::uint64_t suspicions = 0, deaths = 0;
+  std::vector<std::string> extraSeeds;  // members known before a rejoin
+  std::uint64_t stateAskedAt = 0;
+
+  explicit Impl(Config config) : c(std::move(config)), id(c.node.id), dir(c.node.data_dir) {
+    // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
+    std::error_code ec;
+    fs::create_directories(dir / "checkpoints", ec);
+    if (ec) throw ConfigError("node.data_dir: cannot create '" + (dir / "checkpoints").string() + "': " + ec.message());
+    zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen);
+    // Published at once: a launcher starts the other nodes with this address while we load our data
+    // (their joins are retried with backoff until our membership runs).
+    writeTextAtomic(dir / "endpoint", zmq->endpoint() + "\n");
+    readIncarnation();
+    setupData();
+    etransport = std::make_unique<EngineTransport>(*zmq);
+    makeEngine();
+    loadNewestCheckpoint();
+    makeMembership();
+    std::printf("node %u: incarnation %llu listening on %s%s\n", id, static_cast<unsigned long long>(incarnation),
+                zmq->endpoint().c_str(), resumed ? (", resumed at round " + std::to_string(resumeRound)).c_str() : "");
+    std::fflush(stdout);
+  }
+
+  void setupData() {
+    // Shards are cut for max(cluster.nodes, id + 1) nodes, as `sim` does for joiners: a late joiner with
+    // an id beyond the starting cluster still gets a shard of its own.
+    Config pc = c;
+    pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
+    problem = buildSimProblem(pc);
+    auto& s = problem->setup;
+    const auto rows = s.partition.at(id);
+    training::Dataset own = takeRows(problem->train, rows);
+    problem->train = std::move(own);  // the full set is freed here; setup.train still points at problem->train
+    std::vector<std::uint32_t> mine(problem->train.samples());
+    std::iota(mine.begin(), mine.end(), 0u);
+    for (auto& p : s.partition) p.clear();
+    s.partition[id] = std::move(mine);
+    if (problem->test && c.monitor.eval_every > 0) {
+      const std::size_t n = c.monitor.eval_test_max ? std::min<std::size_t>(c.monitor.eval_test_max, problem->test->samples())
+                                                    : problem->test->samples();
+      std::vector<std::uint32_t> head(n);
+      std::iota(head.begin(), head.end(), 0u);
+      evalSet = takeRows(*problem->test, head);
+    }
+    problem->test.reset();
+    s.test = nullptr;
+  }
+
+  void readIncarnation() {
+    const fs::path f = dir / "incarnation";
+    if (fs::exists(f)) {
+      std::ifstream in(f);
+      unsigned long long prev = 0;
+      if (!(in >> prev)) throw DataError("'" + f.string() + "' does not hold a number");
+      incarnation = prev + 1;
+    }
+    writeTextAtomic(f, std::to_string(incarnation) + "\n");
+  }
+
+  void makeEngine() {
+    auto node = sim::makeNode(problem->setup, id, incarnation);
+    engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), *etransport);
+    engine::LinkOptions lo;
+    lo.topology = topologyParams(c.cluster);
+    lo.hello_timeout_ms = c.cluster.link_timeout_ms;
+    lo.retransmit_ms = std::max<std::uint64_t>(50, c.cluster.probe_interval_ms);
+    engine->enableLinks(lo);
+  }
+
+  void loadNewestCheckpoint() {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
+      if (e.path().extension() == ".gsc") files.push_back(e.path());
+    std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+      return std::stoull(a.stem().string().substr(5)) > std::stoull(b.stem().string().substr(5));
+    });
+    for (const auto& f : files) {
+      try {
+        const Bytes body = engine::readCheckpoint(f);
+        ByteReader r(body, "checkpoint");
+        serial::expectTag(r, kRunStateTag, "a gossipd run checkpoint");
+        const auto savedId = r.get<std::uint32_t>();
+        if (savedId != id) throw DecodeError("it belongs to node " + std::to_string(savedId));
+        const Round next = r.get<std::uint64_t>();
+        engine->node().load(r);
+        r.expectEnd();
+        // The edges were with the previous life's neighbours, who drop theirs when they see our new
+        // incarnation: keep the model, drop the edges (and with them the dual shares).
+        engine->dropAllEdges();
+        resumed = true;
+        resumeRound = next;
+        return;
+      } catch (const std::exception& e) {
+        std::printf("node %u: skipping checkpoint %s: %s\n", id, f.string().c_str(), e.what());
+      }
+    }
+  }
+
+  void makeMembership() {
+    peer::MemberInfo self;
+    self.id = id;
+    self.incarnation = incarnation;
+    self.endpoint = zmq->endpoint();
+    peer::MembershipOptions mo;
+    mo.probe_interval = std::chrono::milliseconds(c.cluster.probe_interval_ms);
+    mo.probe_timeout = std::chrono::milliseconds(c.cluster.probe_timeout_ms);
+    mo.indirect_probes = c.cluster.indirect_probes;
+    mo.suspicion_mult = c.cluster.suspicion_mult;
+    std::vector<std::string> seeds;
+    for (const auto& s : c.cluster.seeds)
+      if (s != zmq->endpoint()) seeds.push_back(s);
+    for (const auto& s : extraSeeds)
+      if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
+    membership = std::make_unique<peer::Membership>(
+        self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { sendMembership(to, ep, std::move(payload)); },
+        deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));
+  }
+
+  void sendMembership(PeerId to, const std::string& endpoint, Bytes payload) {
+    PeerId dest = to;
+    if (to == peer::Membership::kUnknownPeer) {
+      auto it = seedIds.find(endpoint);
+      if (it == seedIds.end()) {
+        it = seedIds.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(seedIds.size())).first;
+        zmq->addPeer(it->second, endpoint);
+      }
+      dest = it->second;
+    } else {
+      ensurePeer(to, endpoint);
+    }
+    engine::FrameHeader h;
+    h.kind = engine::FrameKind::Membership;
+    h.sender = id;
+    h.incarnation = incarnation;
+    engine::sealPayload(h, payload);
+    Bytes header;
+    engine::encodeFrameHeader(h, header);
+    membershipBytes += header.size() + payload.size();
+    zmq->send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
+  }
+
+  void ensurePeer(PeerId peer, const std::string& endpoint) {
+    if (endpoint.empty() || peer == id) return;
+    auto it = endpoints.find(peer);
+    if (it != endpoints.end() && it->second == endpoint) return;
+    try {
+      zmq->addPeer(peer, endpoint);
+      endpoints[peer] = endpoint;
+    } catch (const IoError& e) {
+      std::printf("node %u: cannot connect to member %u at '%s': %s\n", id, peer, endpoint.c_str(), e.what());
+    }
+  }
+
+  void pumpIncoming(std::uint64_t now) {
+    engine::RawFrame f;
+    while (zmq->receive(f)) {
+      const bool isMembership = f.header.size() > 5 &&
+                                f.header[5] == std::byte{static_cast<std::uint8_t>(engine::FrameKind::Membership)};
+      if (!isMembership) {
+        etransport->push(std::move(f));
+        continue;
+      }
+      try {
+        const auto h = engine::decodeFrameHeader(f.header);
+        if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
+        engine::checkPayload(h, *f.payload);
+        membership->receive(h.sender, *f.payload, Clock::time_point(std::chrono::milliseconds(now)));
+      } catch (const DecodeError&) {
+        ++frameErrors;
+      }
+    }
+  }
+
+  // Applies membership changes to the transport and the engine; logs each event once.
+  void onMembership(std::uint64_t now) {
+    const auto events = membership->takeEvents();
+    if (events.empty()) return;
+    for (const auto& e : events) {
+      using K = peer::MembershipEvent::Kind;
+      const char* what = e.kind == K::Joined ? "joined" : e.kind == K::Suspected ? "suspected" : e.kind == K::Refuted ? "alive again (refuted)" : e.kind == K::Died ? "declared dead" : "left";
+      if (e.kind == K::Suspected) ++suspicions;
+      if (e.kind == K::Died) ++deaths;
+      // Wall-clock milliseconds on event lines: fault scripts measure detection times across processes.
+      const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+      std::printf("node %u: member %u (incarnation %llu) %s [t=%lld]\n", id, e.id,
+                  static_cast<unsigned long long>(e.incarnation), what, static_cast<long long>(wall));
+    }
+    std::fflush(stdout);
+    for (const auto& m : membership->members()) {
+      if (m.id == id) continue;
+      if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
+    }
+    installView(now);
+  }
+
+  void installView(std::uint64_t now) {
+    // Joining: the engine gets its first view when the node starts. Finishing: no new edges for a node
+    // that will not mix any more (dead peers' frames are released when we leave).
+    if (phase == Phase::Joining || phase == Phase::Finishing) return;
+    engine->setMembers(membership->alive(), engine->nextRound(), now);
+  }
+
+  bool lateStarter() const { return resumed || incarnation > 0 || id >= c.cluster.nodes; }
+
+  void startTraining(Round first, std::uint64_t now) {
+    phase = Phase::Training;
+    state = "training";
+    engine->setMembers(membership->alive(), first, now);
+    engine->holdEdges(false, now);
+    std::printf("node %u: training from round %llu with %zu members\n", id, static_cast<unsigned long long>(first),
+                membership->alive().size());
+    std::fflush(stdout);
+  }
+
+  void stepJoining(std::uint64_t now) {
+    if (!membership->joined()) return;
+    const auto alive = membership->alive();
+    const bool full = alive.size() >= c.cluster.nodes;
+    if (!full && now < phaseSince + c.cluster.start_timeout_ms && !lateStarter()) return;
+    if (!lateStarter()) return startTraining(0, now);
+    // A restarted or late node asks a neighbour of its view for the current model and round; it agrees
+    // to no edge before it has them (it would be asked to mix rounds it has not reached).
+    engine->holdEdges(true, now);
+    engine->setMembers(alive, resumed ? resumeRound : 0, now);
+    const auto& nbrs = engine->viewNeighbors();
+    if (nbrs.empty()) {
+      engine->holdEdges(false, now);
+      return startTraining(resumed ? resumeRound : 0, now);
+    }
+    engine->requestState(nbrs.front(), engine->nextRound());
+    stateAskedAt = now;
+    phase = Phase::Syncing;
+    state = "syncing";
+    phaseSince = now;
+  }
+
+  void stepSyncing(std::uint64_t now) {
+    if (auto r = engine->takeStateRound()) {
+      std::printf("node %u: state transfer done, continuing at round %llu\n", id, static_cast<unsigned long long>(*r));
+      return startTraining(std::max(*r, resumed ? resumeRound : Round{0}), now);
+    }
+    if (now > stateAskedAt + 500) {
+      // The neighbour may not know us yet (our join is still spreading): ask again, maybe another one.
+      const auto& nbrs = engine->viewNeighbors();
+      if (!nbrs.empty()) engine->requestState(nbrs[(now / 500) % nbrs.size()], engine->nextRound());
+      stateAskedAt = now;
+    }
+    if (now > phaseSince + 5000) {
+      std::printf("node %u: no state transfer within 5 s, starting from its own model\n", id);
+      startTraining(resumed ? resumeRound : 0, now);
+    }
+  }
+
+  // Returns false when the run is over.
+  bool stepTraining(std::uint64_t now) {
+    auto& e = *engine;
+    if (!e.inRound()) {
+      const Round t = e.nextRound();
+      if (t >= c.algorithm.rounds || gStop) return false;
+      if (!e.readyToBegin(t, now, t == 0 && !lateStarter())) return true;
+      e.beginRound(t);
+      roundStarted = now;
+      return true;
+    }
+    const Round t = e.mixingRound();
+    const bool deadline = e.stateless() && now >= roundStarted + c.algorithm.round_timeout_ms;
+    if (!e.roundReady(t) && !deadline) return true;
+    e.endRound(t);
+    lastLoss = e.node().lastLoss();
+    afterRound(t + 1);
+    return true;
+  }
+
+  void afterRound(Round done) {
+    if (c.monitor.eval_every && evalSet && done % c.monitor.eval_every == 0)
+      accuracy = problem->model->accuracy(engine->node().algorithm().x(), *evalSet);
+    if (c.node.checkpoint_every && done % c.node.checkpoint_every == 0) checkpoint(done);
+  }
+
+  void checkpoint(Round next) {
+    Bytes body;
+    ByteWriter w(body);
+    serial::putTag(w, kRunStateTag);
+    w.put<std::uint32_t>(id);
+    w.put<std::uint64_t>(next);
+    engine->node().save(w);
+    engine::writeCheckpoint(dir / "checkpoints" / ("ckpt-" + std::to_string(next) + ".gsc"), body);
+    lastCheckpoint = next;
+    // Keep the newest node.keep_checkpoints.
+    std::vector<std::pair<Round, fs::path>> all;
+    for (const auto& f : fs::directory_iterator(dir / "checkpoints"))
+      if (f.path().extension() == ".gsc") all.emplace_back(std::stoull(f.path().stem().string().substr(5)), f.path());
+    std::sort(all.rbegin(), all.rend());
+    for (std::size_t k = c.node.keep_checkpoints; k < all.size(); ++k) fs::remove(all[k].second);
+    writeModelFiles(next);
+  }
+
+  void writeModelFiles(Round next) {
+    const auto& x = engine->node().algorithm().x();
+    const auto meta = modelMeta(c, *problem->model, problem->train, next, id, incarnation);
+    writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), meta);
+  }
+
+  void writeStatus(std::uint64_t now, bool force) {
+    if (!force && now < nextStatus) return;
+    nextStatus = now + c.monitor.status_every_ms;
+    const auto& st = engine->stats();
+    nlohmann::json j{{"id", id},
+                     {"incarnation", incarnation},
+                     {"state", state},
+                     {"endpoint", zmq->endpoint()},
+                     {"round", engine->nextRound()},
+                     {"rounds", c.algorithm.rounds},
+                     {"loss", lastLoss},
+                     {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
+                     {"alive", membership->alive().size()},
+                     {"neighbors", engine->links().size()},
+                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes},
+                     {"model_bytes_sent", st.model_bytes_sent},
+                     {"membership_bytes_sent", membershipBytes},
+                     {"retransmitted", st.retransmitted},
+                     {"messages_missing", st.messages_missing},
+                     {"rejected", st.rejectedTotal() + frameErrors},
+                     {"suspicions", suspicions},
+                     {"deaths", deaths},
+                     {"last_checkpoint", lastCheckpoint},
+                     {"seconds", static_cast<double>(now) / 1000.0}};
+    writeTextAtomic(dir / "status.json", j.dump() + "\n");
+  }
+
+  void progress(std::uint64_t now) {
+    if (now < nextProgress) return;
+    nextProgress = now + c.monitor.progress_every_ms;
+    const auto& st = engine->stats();
+    std::printf("node %u: round %llu/%llu  loss %.4f", id, static_cast<unsigned long long>(engine->nextRound()),
+                static_cast<unsigned long long>(c.algorithm.rounds), lastLoss);
+    if (accuracy >= 0) std::printf("  acc %.1f%%", 100 * accuracy);
+    std::printf("  alive %zu  neighbors %zu  sent %.2f MB  [%s]\n", membership->alive().size(), engine->links().size(),
+                static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state.c_str());
+    std::fflush(stdout);
+  }
+
+  // Someone declared this life dead: go on as a new incarnation with the same model and no edges.
+  void rejoinAsNewIncarnation(std::uint64_t now) {
+    std::printf("node %u: declared dead by the cluster; rejoining as incarnation %llu\n", id,
+                static_cast<unsigned long long>(incarnation + 1));
+    Bytes saved;
+    ByteWriter w(saved);
+    engine->node().save(w);
+    const Round next = engine->inRound() ? engine->mixingRound() : engine->nextRound();
+    writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
+    incarnation += 1;
+    // Rejoin through everyone we knew alive, not only the configured seeds (the first node has none).
+    for (const auto& m : membership->members())
+      if (m.id != id && (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect))
+        extraSeeds.push_back(m.endpoint);
+    engine.reset();
+    etransport = std::make_unique<EngineTransport>(*zmq);
+    makeEngine();
+    ByteReader r(saved, "node state");
+    engine->node().load(r);
+    engine->dropAllEdges();
+    resumed = true;
+    resumeRound = next;
+    makeMembership();
+    phase = Phase::Joining;
+    state = "joining";
+    phaseSince = now;
+  }
+
+  int run() {
+    phaseSince = 0;
+    bool running = true;
+    std::uint64_t finishDeadline = 0;
+    for (;;) {
+      const std::uint64_t now = msSince(t0);
+      const auto tp = Clock::time_point(std::chrono::milliseconds(now));
+      pumpIncoming(now);
+      membership->tick(tp);
+      onMembership(now);
+      if (membership->declaredDead() && phase != Phase::Finishing) rejoinAsNewIncarnation(now);
+      // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals
+      // are answered once the view is installed instead of being refused).
+      if (phase != Phase::Joining) {
+        engine->drain(engine->mixingRound());
+        engine->tick(now);
+      }
+      switch (phase) {
+        case Phase::Joining:
+          if (gStop) return stop(now, false);
+          stepJoining(now);
+          break;
+        case Phase::Syncing:
+          if (gStop) return stop(now, false);
+          stepSyncing(now);
+          break;
+        case Phase::Training:
+          running = stepTraining(now);
+          if (!running) {
+            phase = Phase::Finishing;
+            state = gStop ? "stopped" : "done";
+            checkpoint(engine->nextRound());
+            finishDeadline = now + 2 * c.cluster.link_timeout_ms + c.algorithm.round_timeout_ms;
+            std::printf("node %u: %s at round %llu; waiting for neighbours to acknowledge the last frames\n", id,
+                        state.c_str(), static_cast<unsigned long long>(engine->nextRound()));
+            std::fflush(stdout);
+          }
+          break;
+        case Phase::Finishing: {
+          // Neighbours still mixing our last round need its frames (retransmitted if lost): leave once
+          // all are acknowledged (replica methods) or a round deadline has passed (stateless).
+          const bool acked = engine->stateless() ? now >= finishDeadline - 2 * c.cluster.link_timeout_ms
+                                                 : engine->unackedFrames() == 0;
+          if (acked || now >= finishDeadline) return stop(now, true);
+          break;
+        }
+      }
+      // A SIGTERM mid-round lets the round finish (bounded), so the checkpoint holds a whole round.
+      if (gStop && phase == Phase::Training && engine->inRound() && now > stopSeenAt(now) + 2000) return stop(now, false);
+      writeStatus(now, false);
+      progress(now);
+      zmq->waitReadable(std::chrono::milliseconds(2));
+    }
+  }
+
+  std::uint64_t stopAt = 0;
+  std::uint64_t stopSeenAt(std::uint64_t now) {
+    if (!stopAt) stopAt = now;
+    return stopAt;
+  }
+
+  int stop(std::uint64_t now, bool checkpointed) {
+    if (!checkpointed && phase == Phase::Training && !engine->inRound()) checkpoint(engine->nextRound());
+    if (state != "done") state = "stopped";
+    membership->leave(Clock::time_point(std::chrono::milliseconds(now)));
+    // Give the leave announcement a moment on the wire (the transport's linger flushes the rest).
+    const std::uint64_t until = now + 200;
+    while (msSince(t0) < until) {
+      pumpIncoming(msSince(t0));
+      zmq->waitReadable(std::chrono::milliseconds(10));
+    }
+    writeStatus(msSince(t0), true);
+    const auto& st = engine->stats();
+    std::printf("node %u: %s at round %llu, loss %.4f%s, sent %.2f MB\n", id, state.c_str(),
+                static_cast<unsigned long long>(engine->nextRound()), lastLoss,
+                accuracy >= 0 ? (", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%").c_str() : "",
+                static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6);
+    std::fflush(stdout);
+    return 0;
+  }
+};
+
+NodeRuntime::NodeRuntime(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+NodeRuntime::~NodeRuntime() = default;
+int NodeRuntime::run() { return impl_->run(); }
+
+}  // namespace gossip::daemon

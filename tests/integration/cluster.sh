@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# gossipd cluster: N supervised local nodes. A short run ends with every node done and exit 0; a long run
+# stopped with SIGINT (Ctrl-C) stops every child cleanly (checkpoint, leave) and leaves no process behind;
+# a node killed under the supervisor is reported by id; bad arguments are one line and exit 2.
+GOSSIPD=$1
+source "$(dirname "$0")/daemon_lib.sh"
+common=(--set data.format=synthetic --set model.kind=logistic --set model.l2=0.01 --set algorithm.name=choco
+        --set compressor.name=topk --set compressor.ratio=0.2 --set algorithm.gamma=0.4 --set monitor.eval_every=0)
+
+# 1. A short run: all done, summary printed, exit 0.
+rc=0
+"$GOSSIPD" cluster --nodes 4 --dir "$WORK/short" "${common[@]}" --set algorithm.rounds=200 >"$WORK/short.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "short cluster run exited $rc: $(tail -3 "$WORK/short.out")"
+[ "$(grep -c ' done ' "$WORK/short.out")" = 4 ] || fail "expected 4 nodes done in the summary: $(cat "$WORK/short.out")"
+for i in 0 1 2 3; do test -s "$WORK/short/node-$i/model.npy" || fail "node $i wrote no model"; done
+echo "ok: 4-node cluster ran 200 rounds, all done, exit 0"
+
+# 2. A long run: kill -9 one child (reported), then SIGINT: the others stop cleanly, nothing is left behind.
+"$GOSSIPD" cluster --nodes 4 --dir "$WORK/long" "${common[@]}" --set algorithm.rounds=100000000 >"$WORK/long.out" 2>&1 &
+CL=$!
+PIDS+=($CL)
+for i in 0 1 2 3; do wait_for 30 "node $i of the long run to train" grep -q '"state":"training"' "$WORK/long/node-$i/status.json"; done
+children() { pgrep -P "$CL" || true; }
+vpid=$(for p in $(children); do if grep -q "node.id=2" /proc/$p/cmdline 2>/dev/null; then echo $p; fi; done | head -1)
+[ -n "$vpid" ] || fail "could not find node 2's process"
+kill -9 "$vpid"
+wait_for 10 "the supervisor to report node 2" grep -q "node 2 killed by signal 9" "$WORK/long.out"
+kids=$(children)
+kill -INT "$CL"
+wait_for 30 "the cluster to stop after SIGINT" exited "$CL"
+rc=0; wait "$CL" || rc=$?
+[ "$rc" = 1 ] || fail "a cluster with a killed node should exit 1, got $rc"
+for p in $kids; do exited "$p" || fail "child $p still running after the cluster stopped"; done
+[ "$(grep -c ' stopped ' "$WORK/long.out")" = 3 ] || fail "expected 3 nodes stopped: $(tail -8 "$WORK/long.out")"
+echo "ok: kill -9 of a child reported, SIGINT stopped the other 3 cleanly, no process left"
+
+# 3. Bad arguments: one line, exit 2, no child started.
+for bad in "--nodes 0" "--nodes x" "--nodes 4 --set algorithm.name=nope" "--frobnicate"; do
+  rc=0; out=$("$GOSSIPD" cluster $bad --dir "$WORK/bad" 2>&1) || rc=$?
+  [ "$rc" = 2 ] || fail "cluster $bad: expected exit 2, got $rc ($out)"
+  [ "$(echo "$out" | wc -l)" = 1 ] || fail "cluster $bad: expected one line, got: $out"
+done
+echo "ok: bad arguments give one line and exit 2"

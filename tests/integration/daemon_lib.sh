@@ -1,0 +1,65 @@
+# Helpers for the multi-process daemon tests (sourced). Every wait has a deadline and says what it awaited;
+# every process started is killed on exit; every test works in its own temp dir with ephemeral ports.
+set -euo pipefail
+GOSSIPD=${GOSSIPD:?set GOSSIPD to the gossipd binary}
+WORK=$(mktemp -d /tmp/gossipd-test.XXXXXX)
+PIDS=()
+cleanup() {
+  local rc=$?
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$rc" != 0 ]; then
+    echo "--- logs (test failed, rc=$rc) ---" >&2
+    for f in "$WORK"/*/log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n ${LOG_LINES:-15} "$f" >&2; }; done
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# wait_for DEADLINE_S DESCRIPTION COMMAND...: polls COMMAND every 50 ms until it succeeds.
+wait_for() {
+  local limit=$1 what=$2; shift 2
+  local end=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $end ] || fail "timed out after ${limit}s waiting for: $what"
+    sleep 0.05
+  done
+}
+
+# start_node ID SEED_ENDPOINT ARGS...: starts `gossipd run` for node ID in $WORK/node-ID; sets NODE_PID[ID].
+declare -A NODE_PID
+start_node() {
+  local id=$1 seed=$2; shift 2
+  local dir="$WORK/node-$id"
+  mkdir -p "$dir"
+  local seeds=()
+  [ -n "$seed" ] && seeds=(--set "cluster.seeds=[\"$seed\"]")
+  "$GOSSIPD" run "$@" --set node.id="$id" --set node.data_dir="$dir" --set node.listen=tcp://127.0.0.1:0 \
+    "${seeds[@]}" >>"$dir/log" 2>&1 &
+  NODE_PID[$id]=$!
+  PIDS+=($!)
+}
+
+endpoint_of() { cat "$WORK/node-$1/endpoint" 2>/dev/null; }
+status_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$WORK/node-$1/status.json" "$2" 2>/dev/null; }
+exited() { ! kill -0 "$1" 2>/dev/null; }
+
+# start_cluster N ARGS...: node 0 first, then the others through its endpoint.
+start_cluster() {
+  local n=$1; shift
+  start_node 0 "" "$@"
+  wait_for 20 "node 0 to write its endpoint" test -s "$WORK/node-0/endpoint"
+  local seed; seed=$(endpoint_of 0)
+  for ((i = 1; i < n; i++)); do start_node "$i" "$seed" "$@"; done
+}
+
+# wait_exit ID DEADLINE_S: waits for node ID to exit and checks its exit code is 0.
+wait_exit() {
+  local id=$1 limit=$2
+  wait_for "$limit" "node $id to finish" exited "${NODE_PID[$id]}"
+  local rc=0
+  wait "${NODE_PID[$id]}" || rc=$?
+  [ "$rc" = 0 ] || fail "node $id exited with code $rc"
+}
