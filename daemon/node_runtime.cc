@@ -433,6 +433,7 @@ struct NodeRuntime::Impl {
                      {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes},
                      {"model_bytes_sent", st.model_bytes_sent},
                      {"membership_bytes_sent", membershipBytes},
+                     {"membership_messages_sent", membership->stats().messages_sent},
                      {"retransmitted", st.retransmitted},
                      {"messages_missing", st.messages_missing},
                      {"rejected", st.rejectedTotal() + frameErrors},
