@@ -313,6 +313,9 @@ struct NodeRuntime::Impl {
     // that will not mix any more (dead peers' frames are released when we leave).
     if (phase == Phase::Joining || phase == Phase::Finishing) return;
     engine->setMembers(membership->alive(), engine->nextRound(), now);
+    if (engine->graphFallback())
+      std::printf("node %u: %s cannot serve %zu members; using the fallback graph (docs/daemon.md)\n", id,
+                  c.cluster.topology.c_str(), membership->alive().size());
   }
 
   bool lateStarter() const { return resumed || incarnation > 0 || id >= c.cluster.nodes; }

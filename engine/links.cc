@@ -76,7 +76,18 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   GOSSIP_CHECK(linked_, "setMembers needs linked mode");
   nowMs_ = nowMs;
   if (!begun_) firstRound_ = next;
-  vg_ = buildViewGraph(std::move(alive), linkOpts_.topology, topology::WeightRule::Metropolis, stateless_, 0);
+  {
+    // Churn may leave a member count the configured generator cannot serve: use the documented fallback
+    // (engine/view.h) rather than stop the node.
+    auto vg = std::make_shared<ViewGraph>();
+    std::vector<PeerId> ids;
+    for (const auto& m : alive) ids.push_back(m.id);
+    GOSSIP_CHECK(std::is_sorted(ids.begin(), ids.end()), "view must be sorted by id");
+    vg->graph = buildAliveGraph(ids, linkOpts_.topology, &graphFallback_);
+    if (vg->graph.directed) vg->graph = topology::symmetrize(vg->graph);
+    vg->view = std::move(alive);
+    vg_ = std::move(vg);
+  }
   const auto& g = vg_->graph;
   const auto idx = g.indexOf(self_);
   GOSSIP_CHECK(idx >= 0, "node ", self_, " is not in its own view");

@@ -131,6 +131,8 @@ class NodeEngine {
   Round mixingRound() const { return inRound_ ? *begun_ : nextRound(); }
   Round nextRound() const { return begun_ ? *begun_ + 1 : firstRound_; }
   bool inRound() const { return inRound_; }
+  // Whether the current view's graph is the fallback of buildAliveGraph (a generator refused the count).
+  bool graphFallback() const { return graphFallback_; }
   // The round of the last model taken by state transfer (the joiner continues from it), once.
   std::optional<Round> takeStateRound();
   // While held, the view is installed (frames of members are accepted, state transfer works) but no edge
@@ -237,7 +239,8 @@ class NodeEngine {
   std::vector<PeerId> stateWanted_;              // state requests that came mid-round
   SharedBytes roundPublic_;                     // EdgeOpen payload of the round begun last (if any edge starts)
   bool inRound_ = false;
-  bool holdEdges_ = false;                         // between beginRound and the end of endRound
+  bool holdEdges_ = false;
+  bool graphFallback_ = false;                   // the current view's graph is the fallback (view.h)                         // between beginRound and the end of endRound
 
 };
 

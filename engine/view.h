@@ -31,4 +31,11 @@ struct ViewGraph {
 std::shared_ptr<const ViewGraph> buildViewGraph(View view, const topology::TopologyParams& params,
                                                 topology::WeightRule weights, bool stateless, std::uint64_t epoch);
 
+// The graph of an alive view for the daemon, which must never stop because churn left a member count the
+// configured generator cannot serve. Rule (a pure function of the view, so every holder agrees):
+//   random_regular: the largest degree d' <= min(degree, n - 1) with n * d' even and d' >= 2 that gives a
+//   connected graph; if there is none, a ring. Any other generator that refuses the count: a ring.
+// `fellBack` tells whether the rule was used.
+topology::Graph buildAliveGraph(const std::vector<PeerId>& ids, const topology::TopologyParams& params, bool* fellBack);
+
 }  // namespace gossip::engine

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "compressors/compressor.h"
@@ -221,4 +222,31 @@ TEST_CASE("linked mode under churn: crashes, a restart and a join seen at differ
     CHECK(edges == 2 * n.engines.size());  // the ring of the final view, all of it formed
     CHECK(sum.lpNorm<Eigen::Infinity>() < 1e-12);
   }
+}
+
+TEST_CASE("the alive view's graph falls back instead of stopping when a generator refuses the count") {
+  topology::TopologyParams rr;
+  rr.kind = topology::Kind::RandomRegular;
+  rr.degree = 3;
+  const auto degrees = [](const topology::Graph& g) {
+    std::set<std::size_t> d;
+    for (const auto& l : g.in) d.insert(l.size());
+    return d;
+  };
+  bool fell = false;
+  // 6 nodes * 3 is even: the generator serves it as configured.
+  auto g = buildAliveGraph({0, 1, 2, 3, 4, 5}, rr, &fell);
+  CHECK(!fell);
+  CHECK(degrees(g) == std::set<std::size_t>{3});
+  // 5 nodes * 3 is odd: the largest even-product degree below, 2.
+  g = buildAliveGraph({0, 2, 3, 5, 9}, rr, &fell);
+  CHECK(fell);
+  CHECK(degrees(g) == std::set<std::size_t>{2});
+  // Degree 4 on 3 nodes: 2 (a triangle); on 2 nodes: a ring of two; on 1: no edges.
+  rr.degree = 4;
+  CHECK(degrees(buildAliveGraph({1, 2, 3}, rr, &fell)) == std::set<std::size_t>{2});
+  CHECK(buildAliveGraph({1, 2}, rr, &fell).in.size() == 2);
+  CHECK(buildAliveGraph({7}, rr, &fell).in.size() == 1);
+  // The same view gives the same graph (every holder must agree).
+  CHECK(buildAliveGraph({0, 2, 3, 5, 9}, rr, nullptr).in == buildAliveGraph({0, 2, 3, 5, 9}, rr, nullptr).in);
 }
