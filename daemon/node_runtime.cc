@@ -447,6 +447,30 @@ struct NodeRuntime::Impl {
     writeTextAtomic(dir / "status.json", j.dump() + "\n");
   }
 
+  // Rejected frames: counted always, logged at most once per peer per minute (a hostile or broken peer
+  // must not flood the log).
+  std::map<PeerId, std::map<std::string, std::uint64_t>> rejectedLogged;
+  std::uint64_t nextRejectLog = 60000;
+  void logRejections(std::uint64_t now) {
+    if (now < nextRejectLog) return;
+    nextRejectLog = now + 60000;
+    for (const auto& [peer, reasons] : engine->stats().rejected_by_peer) {
+      std::string what;
+      std::uint64_t total = 0;
+      for (const auto& [reason, n] : reasons) {
+        const std::uint64_t fresh = n - rejectedLogged[peer][reason];
+        if (!fresh) continue;
+        total += fresh;
+        what += (what.empty() ? "" : ", ") + reason + " " + std::to_string(fresh);
+      }
+      if (total)
+        std::printf("node %u: rejected %llu frames from peer %u in the last minute (%s)\n", id,
+                    static_cast<unsigned long long>(total), peer, what.c_str());
+      rejectedLogged[peer] = reasons;
+    }
+    std::fflush(stdout);
+  }
+
   void progress(std::uint64_t now) {
     if (now < nextProgress) return;
     nextProgress = now + c.monitor.progress_every_ms;
@@ -474,6 +498,7 @@ struct NodeRuntime::Impl {
       if (m.id != id && (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect))
         extraSeeds.push_back(m.endpoint);
     engine.reset();
+    rejectedLogged.clear();  // the new engine counts from zero
     etransport = std::make_unique<EngineTransport>(*zmq);
     makeEngine();
     ByteReader r(saved, "node state");
@@ -538,6 +563,7 @@ struct NodeRuntime::Impl {
       if (gStop && phase == Phase::Training && engine->inRound() && now > stopSeenAt(now) + 2000) return stop(now, false);
       writeStatus(now, false);
       progress(now);
+      logRejections(now);
       zmq->waitReadable(std::chrono::milliseconds(2));
     }
   }

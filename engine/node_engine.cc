@@ -33,7 +33,15 @@ NodeEngine::NodeEngine(PeerId self, Incarnation incarnation, std::unique_ptr<alg
   payload_ = std::make_shared<Bytes>();
 }
 
-void NodeEngine::reject(const std::string& reason) { ++stats_.rejected[reason]; }
+void NodeEngine::reject(const std::string& reason) {
+  ++stats_.rejected[reason];
+  if (!from_) return;
+  // Bounded: a flood of frames claiming random sender ids must not grow this map without limit.
+  constexpr std::size_t kMaxPeersTracked = 1024;
+  auto it = stats_.rejected_by_peer.find(*from_);
+  if (it == stats_.rejected_by_peer.end() && stats_.rejected_by_peer.size() >= kMaxPeersTracked) return;
+  ++stats_.rejected_by_peer[*from_][reason];
+}
 
 const Member* NodeEngine::member(PeerId id) const {
   if (!vg_) return nullptr;
@@ -160,8 +168,10 @@ void NodeEngine::drain(Round current) {
   while (transport_.receive(f)) {
     ++stats_.frames_received;
     FrameHeader h;
+    from_.reset();
     try {
       h = decodeFrameHeader(f.header);
+      from_ = h.sender;  // the header checksum holds: count rejections against the id it names
       if (!f.payload) throw FrameError("length_mismatch", "no payload part");
       checkPayload(h, *f.payload);
     } catch (const FrameError& e) {
@@ -204,6 +214,7 @@ void NodeEngine::drain(Round current) {
     }
     inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload)});
   }
+  from_.reset();
 }
 
 void NodeEngine::beginRound(Round t) {

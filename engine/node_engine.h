@@ -81,6 +81,8 @@ struct EngineStats {
   std::uint64_t retransmitted = 0;      // linked mode: frames sent again for lack of an ack
   std::uint64_t duplicates = 0;         // linked mode: frames of an already mixed round (retransmits)
   std::map<std::string, std::uint64_t> rejected;  // by reason label
+  // By the sender id a frame's (checksummed) header names, then by reason; at most 1024 senders.
+  std::map<PeerId, std::map<std::string, std::uint64_t>> rejected_by_peer;
   std::uint64_t rejectedTotal() const;
 };
 
@@ -240,6 +242,7 @@ class NodeEngine {
   SharedBytes roundPublic_;                     // EdgeOpen payload of the round begun last (if any edge starts)
   bool inRound_ = false;
   bool holdEdges_ = false;
+  std::optional<PeerId> from_;                   // sender of the frame being handled in drain()
   bool graphFallback_ = false;                   // the current view's graph is the fallback (view.h)                         // between beginRound and the end of endRound
 
 };

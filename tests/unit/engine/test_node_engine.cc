@@ -170,6 +170,13 @@ TEST_CASE("engine: hostile frames are rejected by reason and leave the model unt
   CHECK(r.at("bad_round") == 1);
   CHECK(r.at("epoch_mismatch") == 1);
   CHECK(r.at("bad_magic") == 1);
+  // By the id a checksummed header names (the two frames with a broken header name nobody).
+  const auto& byPeer = victim.stats().rejected_by_peer;
+  CHECK(byPeer.at(1).at("bad_payload_crc") == 1);
+  CHECK(byPeer.at(1).at("stale_incarnation") == 1);
+  CHECK(byPeer.at(1).at("late") == 1);
+  CHECK(byPeer.at(42).at("unknown_sender") == 1);
+  CHECK(byPeer.size() == 2);
 
   // 9. two copies of a valid round-1 frame from node 1, then node 1's own: the first is mixed, the two
   // later copies are rejected as duplicates when the round is assembled.
