@@ -26,7 +26,7 @@ import numpy as np
 
 GOSSIPD = os.path.abspath(sys.argv[1])
 OUT = sys.argv[2]
-WANT = sys.argv[3:] or ["sigterm", "sigstop", "exact", "join", "no_false_deaths", "kill9"]
+WANT = sys.argv[3:] or ["sigterm", "sigstop", "exact", "join", "join_exact", "no_false_deaths", "kill9"]
 SYNTH = ["data.format=synthetic", "model.kind=logistic", "model.l2=0.01", "monitor.eval_every=0",
          "monitor.status_every_ms=100"]
 PROBE_MS, SUSPICION_MULT = 200, 4
@@ -226,6 +226,47 @@ def join():
         nbrs = {i: c.status(i)["neighbors"] for i in (0, 7, 8)}
         return {"join_to_state_transfer_ms": joined_ms, "continued_from_round": r8,
                 "neighbors_of_0_7_8_after": nbrs, "all_9_training": True}
+    finally:
+        c.kill_all()
+
+
+def join_exact():
+    """Must show 4 (exactness): with one data file per node (data.train with {id}), a 9th daemon joining a
+    running 8-daemon Prox-LEAD cluster brings exactly its own data, so the survivors-plus-joiner optimum is
+    the 9-node one. Compared with `gossipd sim` running the same join (faults.join), which reports its
+    distance to the reference solver's optimum."""
+    d = tempfile.mkdtemp(prefix="gossipd-joinx-data-")
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=20)
+    for i in range(9):
+        A = rng.normal(loc=0.3 * i / 9, size=(40, 20))
+        yv = (A @ w + rng.normal(size=40) > 0).astype(int)
+        np.savetxt(os.path.join(d, f"node{i}.csv"), np.column_stack([yv, A]), delimiter=",", fmt="%.17g")
+    sets = ["data.format=csv", f"data.train={d}/node{{id}}.csv", "model.kind=logistic", "model.l2=0.01",
+            "model.l1=0.001", "monitor.eval_every=0", "monitor.status_every_ms=100", "algorithm.name=prox_lead",
+            "compressor.name=lead", "algorithm.estimator=full", "algorithm.lr=0.2", "node.checkpoint_every=0"]
+    rounds = 8000
+    c = Cluster(8, sets + [f"algorithm.rounds={rounds}"], "joinx")
+    try:
+        c.rounds_at_least(range(8), 500)
+        c.start(8, c.seed)
+        c.wait(lambda: "state transfer done" in c.log(8), 60, "node 8's state transfer")
+        joined_at = int(re.search(r"continuing at round (\d+)", c.log(8)).group(1))
+        for i in range(9):
+            c.procs[i].wait(300)
+        with tempfile.TemporaryDirectory() as sd:
+            res = os.path.join(sd, "sim.json")
+            args = [GOSSIPD, "sim", "--out", res, "--save-models", os.path.join(sd, "m")]
+            for s in sets + ["cluster.nodes=8", f"algorithm.rounds={rounds}", "sim.eval_every=1000",
+                             f"faults.join=[{{node=8, round={joined_at}}}]"]:
+                args += ["--set", s]
+            subprocess.run(args, check=True, capture_output=True)
+            simrec = json.load(open(res))["records"][-1]
+            xs = {i: np.load(os.path.join(sd, "m", f"node-{i}", "model.npy")) for i in range(9)}
+        errs = {i: float(np.linalg.norm(c.model(i) - xs[i]) / np.linalg.norm(xs[i])) for i in range(9)}
+        return {"rounds": rounds, "joined_at_round": joined_at, "alive_in_sim_at_end": simrec.get("alive"),
+                "sim_rel_error_to_reference_optimum": simrec.get("rel_error"),
+                "daemon_vs_sim_optimum_rel_error": errs, "max": max(errs.values())}
     finally:
         c.kill_all()
 
