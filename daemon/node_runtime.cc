@@ -560,7 +560,8 @@ struct NodeRuntime::Impl {
         }
       }
       // A SIGTERM mid-round lets the round finish (bounded), so the checkpoint holds a whole round.
-      if (gStop && phase == Phase::Training && engine->inRound() && now > stopSeenAt(now) + 2000) return stop(now, false);
+      if (gStop && !stopAt) stopAt = now;
+      if (gStop && phase == Phase::Training && engine->inRound() && now > stopAt + 2000) return stop(now, false);
       writeStatus(now, false);
       progress(now);
       logRejections(now);
@@ -568,11 +569,7 @@ struct NodeRuntime::Impl {
     }
   }
 
-  std::uint64_t stopAt = 0;
-  std::uint64_t stopSeenAt(std::uint64_t now) {
-    if (!stopAt) stopAt = now;
-    return stopAt;
-  }
+  std::uint64_t stopAt = 0;  // when the stop signal was first seen (ms)
 
   int stop(std::uint64_t now, bool checkpointed) {
     if (!checkpointed && phase == Phase::Training && !engine->inRound()) checkpoint(engine->nextRound());

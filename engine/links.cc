@@ -316,11 +316,7 @@ void NodeEngine::capturePublic(Round t) {
   const bool starts = std::any_of(links_.begin(), links_.end(),
                                   [&](const auto& kv) { return kv.second.scheduled && kv.second.start == t; });
   if (!starts) return;
-  const auto v = node_->algorithm().publicState();
-  Bytes b;
-  ByteWriter w(b);
-  serial::putArray(w, std::span<const double>(v));
-  roundPublic_ = std::make_shared<const Bytes>(std::move(b));
+  roundPublic_ = std::make_shared<const Bytes>(doublesPayload(node_->algorithm().publicState()));
 }
 
 void NodeEngine::linkedBegin(Round t, FrameHeader h) {
@@ -389,13 +385,7 @@ topology::MixingRow NodeEngine::linkedRow(Round t) {
 void NodeEngine::linkedEnd(Round t) {
   inRound_ = false;
   roundPublic_.reset();
-  for (PeerId j : stateWanted_) {
-    const auto& x = node_->algorithm().x();
-    Bytes b;
-    ByteWriter w(b);
-    serial::putArray(w, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())));
-    sendControl(j, FrameKind::State, nextRound(), std::move(b));
-  }
+  for (PeerId j : stateWanted_) sendState(j, nextRound());
   stateWanted_.clear();
   if (stateless_) return;
   auto& algo = node_->algorithm();

@@ -11,14 +11,14 @@ namespace {
 
 constexpr std::uint32_t kEngineTag = serial::fourcc("ENGN");
 
-Bytes doublesPayload(std::span<const double> v) {
+}  // namespace
+
+Bytes NodeEngine::doublesPayload(std::span<const double> v) {
   Bytes b;
   ByteWriter w(b);
   serial::putArray(w, v);
   return b;
 }
-
-}  // namespace
 
 std::uint64_t EngineStats::rejectedTotal() const {
   std::uint64_t n = 0;
@@ -92,12 +92,13 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   h.incarnation = incarnation_;
   h.round = round;
   h.epoch = static_cast<std::uint32_t>(vg_ ? vg_->epoch : 0);
-  h.seq = ++linkSeq_[to];
   sealPayload(h, payload);
-  Bytes header;
-  encodeFrameHeader(h, header);
-  stats_.control_bytes_sent += header.size() + payload.size();
-  transport_.send(to, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
+  sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)), nullptr);
+}
+
+void NodeEngine::sendState(PeerId to, Round round) {
+  const auto& x = node_->algorithm().x();
+  sendControl(to, FrameKind::State, round, doublesPayload({x.data(), static_cast<std::size_t>(x.size())}));
 }
 
 void NodeEngine::requestState(PeerId from, Round round) {
@@ -137,11 +138,8 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
           stateWanted_.push_back(h.sender);
         return;
       }
-      const auto& x = node_->algorithm().x();
       // The round carried back is the one the requester should continue from (linked mode: our next).
-      sendControl(h.sender, FrameKind::State, linked_ ? nextRound() : h.round,
-                  doublesPayload({x.data(), static_cast<std::size_t>(x.size())}));
-      return;
+      return sendState(h.sender, linked_ ? nextRound() : h.round);
     }
     case FrameKind::State: {
       // A model replaces ours only when we asked this peer for it, and only once.

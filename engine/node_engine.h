@@ -157,6 +157,8 @@ class NodeEngine {
   void reject(const std::string& reason);
   void handleControl(const FrameHeader& h, const Bytes& payload);
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
+  void sendState(PeerId to, Round round);  // our model, as a State frame continuing at `round`
+  static Bytes doublesPayload(std::span<const double> v);
   const Member* member(PeerId id) const;
   // linked mode (engine/links.cc)
   struct Sent {  // a frame kept until the peer acknowledges its round (replica methods)
