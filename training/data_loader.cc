@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "training/idx_reader.h"
+#include "training/scaling.h"
 #include "training/text_readers.h"
 
 namespace gossip::training {
@@ -31,6 +32,29 @@ Dataset readOne(const DataSpec& spec, const std::string& path, const std::string
   if (spec.format == "idx") return readIdx(path, idxLabelsPath(path, labels, field));
   if (spec.format == "libsvm") return readLibsvm(path, opt);
   return readCsv(path, opt);
+}
+
+void checkSpec(const DataSpec& spec) {
+  if (spec.format != "idx" && spec.format != "libsvm" && spec.format != "csv")
+    throw ConfigError("data.format: unknown '" + spec.format + "' (idx, libsvm, csv)");
+  if (spec.train.empty()) throw ConfigError("data.train: no training file given");
+  if (spec.classes < 0) throw ConfigError("data.classes: must be >= 0");
+  if (spec.regression && spec.format == "idx") throw ConfigError("data.regression: not supported for idx data");
+  if (spec.regression && spec.classes != 0) throw ConfigError("data.classes: must be 0 for regression data");
+}
+
+// Both sets end with one class count: the larger of the two, or data.classes when given.
+void reconcileClasses(const DataSpec& spec, Dataset& train, Dataset* test) {
+  int classes = train.classes;
+  if (test != nullptr) classes = std::max(classes, test->classes);
+  if (spec.classes != 0) {
+    if (classes > spec.classes)
+      throw DataError(spec.train + ": labels go up to " + std::to_string(classes - 1) + " but data.classes is " +
+                      std::to_string(spec.classes));
+    classes = spec.classes;
+  }
+  train.classes = classes;
+  if (test != nullptr) test->classes = classes;
 }
 
 void truncate(Dataset& d, std::size_t n) {
@@ -63,12 +87,7 @@ void checkLabels(const Dataset& train, const std::string& train_path, const Data
 }
 
 LoadedData loadDataset(const DataSpec& spec) {
-  if (spec.format != "idx" && spec.format != "libsvm" && spec.format != "csv")
-    throw ConfigError("data.format: unknown '" + spec.format + "' (idx, libsvm, csv)");
-  if (spec.train.empty()) throw ConfigError("data.train: no training file given");
-  if (spec.classes < 0) throw ConfigError("data.classes: must be >= 0");
-  if (spec.regression && spec.format == "idx") throw ConfigError("data.regression: not supported for idx data");
-  if (spec.regression && spec.classes != 0) throw ConfigError("data.classes: must be 0 for regression data");
+  checkSpec(spec);
   const ScalingKind scaling = parseScaling(spec.scaling);
 
   LoadedData out;
@@ -84,21 +103,143 @@ LoadedData loadDataset(const DataSpec& spec) {
                       spec.train + " has " + std::to_string(out.train.features()));
   }
   if (!spec.regression && spec.check_labels) checkLabels(out.train, spec.train, out.test ? &*out.test : nullptr, spec.test);
-  if (!spec.regression) {
-    int classes = out.train.classes;
-    if (out.test) classes = std::max(classes, out.test->classes);
-    if (spec.classes != 0) {
-      if (classes > spec.classes)
-        throw DataError(spec.train + ": labels go up to " + std::to_string(classes - 1) + " but data.classes is " +
-                        std::to_string(spec.classes));
-      classes = spec.classes;
-    }
-    out.train.classes = classes;
-    if (out.test) out.test->classes = classes;
-  }
+  if (!spec.regression) reconcileClasses(spec, out.train, out.test ? &*out.test : nullptr);
   out.scaler = Scaler::fit(out.train, scaling);
   out.scaler.apply(out.train);
   if (out.test) out.scaler.apply(*out.test);
+  return out;
+}
+
+namespace {
+// A data set of labels only: every row, no feature columns (what a RowSelector sees).
+Dataset labelsOnly(std::vector<std::int32_t> y) {
+  Dataset d;
+  d.X.resize(static_cast<Eigen::Index>(y.size()), 0);
+  d.classes = y.empty() ? 0 : *std::max_element(y.begin(), y.end()) + 1;
+  d.y = std::move(y);
+  return d;
+}
+
+void checkSelection(const std::vector<std::uint32_t>& rows, std::size_t n, const std::string& what) {
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    if (rows[k] >= n || (k > 0 && rows[k] <= rows[k - 1]))
+      throw DataError(what + ": row selection is not ascending within the " + std::to_string(n) + " rows");
+}
+
+Dataset takeRows(const Dataset& src, const std::vector<std::uint32_t>& rows) {
+  Dataset d;
+  d.classes = src.classes;
+  d.X.resize(static_cast<Eigen::Index>(rows.size()), src.X.cols());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    d.X.row(static_cast<Eigen::Index>(k)) = src.X.row(rows[k]);
+    if (!src.y.empty()) d.y.push_back(src.y[rows[k]]);
+    if (!src.targets.empty()) d.targets.push_back(src.targets[rows[k]]);
+  }
+  return d;
+}
+
+std::vector<std::uint32_t> headRows(std::size_t n, std::size_t max) {
+  std::vector<std::uint32_t> rows(max == 0 ? n : std::min(n, max));
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::uint32_t>(i);
+  return rows;
+}
+
+// Streams `images`, converting rows [0, n) and keeping the rows listed in `keep` into out (resized here);
+// every converted row also goes to the fitter when one is given. The rest of the file is read and
+// checked (as readIdx would) without being converted.
+void streamRows(const std::string& images, std::size_t n, const std::vector<std::uint32_t>& keep, Dataset* out,
+                ScalerFitter* fitter) {
+  IdxRowStream in(images);
+  if (out != nullptr) out->X.resize(static_cast<Eigen::Index>(keep.size()), static_cast<Eigen::Index>(in.features()));
+  Eigen::RowVectorXf row(static_cast<Eigen::Index>(in.features()));
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool kept = k < keep.size() && keep[k] == i;
+    if (!kept && fitter == nullptr) {
+      in.skip();
+      continue;
+    }
+    in.next(row.data());
+    if (fitter != nullptr) fitter->add(row);
+    if (kept && out != nullptr) out->X.row(static_cast<Eigen::Index>(k)) = row;
+    if (kept) ++k;
+  }
+  in.finish();
+}
+
+LoadedData loadIdxRows(const DataSpec& spec, const RowSelector& select, std::size_t test_max) {
+  const ScalingKind scaling = parseScaling(spec.scaling);
+  LoadedData out;
+  const std::string trainLabels = idxLabelsPath(spec.train, spec.train_labels, "data.train_labels");
+  std::vector<std::int32_t> y = readIdxLabels(trainLabels);
+  std::size_t features = 0;
+  {
+    IdxRowStream probe(spec.train);
+    if (y.size() != probe.rows())
+      throw DataError(trainLabels + ": byte 4: " + std::to_string(y.size()) + " labels for " +
+                      std::to_string(probe.rows()) + " images in " + spec.train);
+    features = probe.features();
+  }
+  if (spec.limit != 0 && spec.limit < y.size()) y.resize(spec.limit);
+  const std::size_t n = y.size();
+  Dataset labels = labelsOnly(std::move(y));
+  std::optional<Dataset> testLabels;
+  std::string testLabelsPath;
+  if (!spec.test.empty()) {
+    testLabelsPath = idxLabelsPath(spec.test, spec.test_labels, "data.test_labels");
+    testLabels = labelsOnly(readIdxLabels(testLabelsPath));
+    IdxRowStream probe(spec.test);
+    if (testLabels->y.size() != probe.rows())
+      throw DataError(testLabelsPath + ": byte 4: " + std::to_string(testLabels->y.size()) + " labels for " +
+                      std::to_string(probe.rows()) + " images in " + spec.test);
+    if (probe.features() != features)
+      throw DataError(spec.test + ": " + std::to_string(probe.features()) + " features, but the training file " +
+                      spec.train + " has " + std::to_string(features));
+  }
+  if (spec.check_labels) checkLabels(labels, spec.train, testLabels ? &*testLabels : nullptr, spec.test);
+  reconcileClasses(spec, labels, testLabels ? &*testLabels : nullptr);
+
+  const std::vector<std::uint32_t> keep = select(labels);
+  checkSelection(keep, n, spec.train);
+  out.train_rows_total = n;
+  out.train.classes = labels.classes;
+  for (auto r : keep) out.train.y.push_back(labels.y[r]);
+  ScalerFitter fitter(scaling, static_cast<Eigen::Index>(features));
+  streamRows(spec.train, n, keep, &out.train, scaling == ScalingKind::None ? nullptr : &fitter);
+  fitter.endPass();
+  for (int pass = 1; pass < fitter.passes(); ++pass) {
+    streamRows(spec.train, n, {}, nullptr, &fitter);
+    fitter.endPass();
+  }
+  out.scaler = fitter.result();
+  out.scaler.apply(out.train);
+  if (testLabels) {
+    const auto head = headRows(testLabels->y.size(), test_max);
+    Dataset test;
+    test.classes = testLabels->classes;
+    for (auto r : head) test.y.push_back(testLabels->y[r]);
+    streamRows(spec.test, testLabels->y.size(), head, &test, nullptr);
+    out.scaler.apply(test);
+    out.test = std::move(test);
+  }
+  return out;
+}
+}  // namespace
+
+LoadedData loadDatasetRows(const DataSpec& spec, const RowSelector& select, std::size_t test_max) {
+  checkSpec(spec);
+  if (spec.format == "idx") return loadIdxRows(spec, select, test_max);
+  LoadedData all = loadDataset(spec);
+  Dataset labels = labelsOnly(all.train.y);
+  labels.X.resize(static_cast<Eigen::Index>(all.train.samples()), 0);
+  labels.classes = all.train.classes;
+  const auto keep = select(labels);
+  checkSelection(keep, all.train.samples(), spec.train);
+  LoadedData out;
+  out.train_rows_total = all.train.samples();
+  out.train = takeRows(all.train, keep);
+  if (all.test) out.test = takeRows(*all.test, headRows(all.test->samples(), test_max));
+  out.scaler = all.scaler;
   return out;
 }
 

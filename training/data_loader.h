@@ -2,7 +2,10 @@
 // The [data] configuration section turned into data sets: reads the training file (and the optional test
 // file) in one of the supported formats, reconciles their shapes, and fits feature scaling on the
 // training set only. A node given its own file uses loadDataset with only `train` set.
+#include <cstdint>
+#include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "training/dataset.h"
@@ -39,11 +42,22 @@ struct LoadedData {
   Dataset train;
   std::optional<Dataset> test;
   Scaler scaler;  // as fitted on train; apply it to any further data in the same feature space
+  std::size_t train_rows_total = 0;  // training rows before any selection (after data.max_train)
 };
 
 // ConfigError for bad spec fields (naming data.<field>), DataError for unreadable or malformed files and
 // for a train/test dimension or label mismatch. Both data sets end with the same `classes`.
 LoadedData loadDataset(const DataSpec& spec);
+
+// Chooses the training rows to keep from the labels alone: `labels` has every training row but no
+// feature columns, its y and classes are final. Returns row indices in ascending order.
+using RowSelector = std::function<std::vector<std::uint32_t>(const Dataset& labels)>;
+
+// loadDataset, then only the training rows `select` returns and the first `test_max` test rows (0 = all),
+// with bit-identical values (scaling is still fitted on every training row). For IDX data the image files
+// are streamed, so the whole training set is never in memory: this is how a daemon holds only its shard.
+// Other formats are loaded whole and then cut. DataError when `select` returns rows out of order or range.
+LoadedData loadDatasetRows(const DataSpec& spec, const RowSelector& select, std::size_t test_max);
 
 // The Fashion-MNIST files of the Debian package dataset-fashion-mnist.
 DataSpec fashionMnistSpec(const std::string& dir = "/usr/share/datasets/fashion-mnist");

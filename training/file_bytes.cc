@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 
 #include <zlib.h>
 
@@ -20,47 +21,67 @@ std::string zlibMessage(const std::string& path, const char* msg) {
   return m;
 }
 
-// Closes the gzFile on every path; the explicit close in readFileBytes reports truncation.
-struct GzCloser {
-  gzFile f;
-  ~GzCloser() {
-    if (f != nullptr) gzclose_r(f);
-  }
-};
 }  // namespace
 
-std::vector<unsigned char> readFileBytes(const std::string& path) {
+FileStream::FileStream(const std::string& path) : path_(path) {
   errno = 0;
-  GzCloser file{gzopen(path.c_str(), "rb")};
-  if (file.f == nullptr)
-    throw DataError(path + ": cannot open: " + (errno != 0 ? std::strerror(errno) : "out of memory"));
-  gzbuffer(file.f, 1 << 17);
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) throw DataError(path + ": cannot open: " + (errno != 0 ? std::strerror(errno) : "out of memory"));
+  gzbuffer(f, 1 << 17);
+  file_ = f;
+}
+
+FileStream::~FileStream() {
+  if (file_ != nullptr) gzclose_r(static_cast<gzFile>(file_));
+}
+
+std::size_t FileStream::read(void* dst, std::size_t n) {
+  auto* f = static_cast<gzFile>(file_);
+  std::size_t got = 0;
+  while (got < n) {
+    const unsigned step = static_cast<unsigned>(std::min<std::size_t>(n - got, 1u << 30));
+    const int r = gzread(f, static_cast<unsigned char*>(dst) + got, step);
+    if (r < 0) {
+      int code = 0;
+      const char* msg = gzerror(f, &code);
+      throw DataError(path_ + ": " + (code == Z_ERRNO ? std::string("read error: ") + std::strerror(errno)
+                                                      : "corrupt gzip data: " + zlibMessage(path_, msg)) +
+                      " (after " + std::to_string(offset_ + got) + " inflated bytes)");
+    }
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  offset_ += got;
+  return got;
+}
+
+void FileStream::finish() {
+  auto* f = static_cast<gzFile>(file_);
+  // gzread stops quietly at a truncated gzip member; gzclose_r then reports Z_BUF_ERROR.
+  int code = 0;
+  const char* msg = gzerror(f, &code);
+  const std::string message = zlibMessage(path_, msg);
+  const int closed = gzclose_r(f);
+  file_ = nullptr;
+  if (code != Z_OK && code != Z_BUF_ERROR) throw DataError(path_ + ": corrupt gzip data: " + message);
+  if (code == Z_BUF_ERROR || closed == Z_BUF_ERROR)
+    throw DataError(path_ + ": truncated gzip data (stream ends after " + std::to_string(offset_) +
+                    " inflated bytes)");
+  if (closed != Z_OK) throw DataError(path_ + ": error closing gzip stream");
+}
+
+std::vector<unsigned char> readFileBytes(const std::string& path) {
+  FileStream in(path);
   std::vector<unsigned char> out;
   constexpr std::size_t kStep = 1 << 20;
   for (;;) {
     const std::size_t have = out.size();
     out.resize(have + kStep);
-    const int n = gzread(file.f, out.data() + have, static_cast<unsigned>(kStep));
-    if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(file.f, &code);
-      throw DataError(path + ": " + (code == Z_ERRNO ? std::string("read error: ") + std::strerror(errno)
-                                                     : "corrupt gzip data: " + zlibMessage(path, msg)) +
-                      " (after " + std::to_string(have) + " inflated bytes)");
-    }
-    out.resize(have + static_cast<std::size_t>(n));
-    if (n == 0) break;
+    const std::size_t n = in.read(out.data() + have, kStep);
+    out.resize(have + n);
+    if (n < kStep) break;
   }
-  // gzread stops quietly at a truncated gzip member; gzclose_r then reports Z_BUF_ERROR.
-  int code = 0;
-  const char* msg = gzerror(file.f, &code);
-  const int closed = gzclose_r(file.f);
-  file.f = nullptr;
-  if (code != Z_OK && code != Z_BUF_ERROR) throw DataError(path + ": corrupt gzip data: " + zlibMessage(path, msg));
-  if (code == Z_BUF_ERROR || closed == Z_BUF_ERROR)
-    throw DataError(path + ": truncated gzip data (stream ends after " + std::to_string(out.size()) +
-                    " inflated bytes)");
-  if (closed != Z_OK) throw DataError(path + ": error closing gzip stream");
+  in.finish();
   return out;
 }
 

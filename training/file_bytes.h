@@ -14,6 +14,29 @@ namespace gossip::training::detail {
 // Whole content of `path`, inflated if it is gzip. DataError on open/read/corrupt or truncated gzip.
 std::vector<unsigned char> readFileBytes(const std::string& path);
 
+// Sequential reads of `path`, inflated if it is gzip, for readers that keep only part of a file
+// (readFileBytes is built on it). DataError on open, read and corrupt gzip, naming the path; finish()
+// reports a truncated gzip stream, which zlib only tells at the end.
+class FileStream {
+ public:
+  explicit FileStream(const std::string& path);
+  ~FileStream();
+  FileStream(const FileStream&) = delete;
+  FileStream& operator=(const FileStream&) = delete;
+  // Up to n bytes into dst; fewer only at the end of the data.
+  std::size_t read(void* dst, std::size_t n);
+  // Bytes delivered so far (inflated).
+  std::size_t offset() const { return offset_; }
+  // Closes the file; DataError if the gzip stream was truncated or corrupt.
+  void finish();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  void* file_ = nullptr;  // gzFile; zlib.h stays out of this header
+  std::size_t offset_ = 0;
+};
+
 // Iterates the lines of a text buffer ('\n' or "\r\n" endings).
 class LineCursor {
  public:

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "training/dataset.h"
+#include "training/file_bytes.h"
 
 namespace gossip::training {
 
@@ -28,5 +29,30 @@ double idxValue(const std::vector<unsigned char>& bytes, const IdxHeader& h, std
 // Images (N x ... ; features = product of the trailing dimensions) and labels (N, non-negative
 // integers). u8 images are scaled to [0, 1]; other types are kept as they are. classes = max label + 1.
 Dataset readIdx(const std::string& images_path, const std::string& labels_path);
+
+// The labels file alone (1-dimensional, non-negative integers), checked as readIdx checks it.
+std::vector<std::int32_t> readIdxLabels(const std::string& labels_path);
+
+// The rows of an IDX images file, one at a time in file order, converted and checked as readIdx does:
+// a reader that keeps only some rows (a daemon's shard) never holds the whole file. A row that is not
+// wanted is still inflated but not converted.
+class IdxRowStream {
+ public:
+  explicit IdxRowStream(const std::string& images_path);
+  std::size_t rows() const { return rows_; }
+  std::size_t features() const { return features_; }
+  // The next row into dst (features() floats); skip() passes over it. DataError on an early end.
+  void next(float* dst);
+  void skip();
+  // Reads to the end: DataError if rows are missing, bytes follow the last row, or the gzip is bad.
+  void finish();
+
+ private:
+  void fill();
+  detail::FileStream in_;
+  IdxHeader header_;
+  std::size_t rows_ = 0, features_ = 0, done_ = 0;
+  std::vector<unsigned char> buf_;
+};
 
 }  // namespace gossip::training

@@ -1,6 +1,7 @@
 #include "training/scaling.h"
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -13,35 +14,62 @@ ScalingKind parseScaling(const std::string& s) {
   throw ConfigError("data.scaling: unknown '" + s + "' (none, minmax, standardize)");
 }
 
-Scaler Scaler::fit(const Dataset& train, ScalingKind kind) {
+ScalerFitter::ScalerFitter(ScalingKind kind, Eigen::Index features) : kind_(kind) {
+  lo_.setConstant(features, std::numeric_limits<float>::infinity());
+  hi_.setConstant(features, -std::numeric_limits<float>::infinity());
+  sum_.setZero(features);
+  var_.setZero(features);
+}
+
+void ScalerFitter::add(const Eigen::Ref<const Eigen::RowVectorXf>& row) {
+  if (pass_ == 0) n_ += 1;
+  if (kind_ == ScalingKind::MinMax) {
+    lo_ = lo_.cwiseMin(row);
+    hi_ = hi_.cwiseMax(row);
+  } else if (kind_ == ScalingKind::Standardize) {
+    // Row by row in double: a cast of the whole matrix would materialize a double copy of the data set.
+    if (pass_ == 0)
+      sum_ += row.transpose().cast<double>();
+    else
+      var_ += (row.transpose().cast<double>() - sum_).cwiseAbs2();
+  }
+}
+
+void ScalerFitter::endPass() {
+  // Two passes in double: the mean first, then the centred second moment (no cancellation).
+  if (kind_ == ScalingKind::Standardize && pass_ == 0 && n_ > 0) sum_ /= n_;
+  ++pass_;
+}
+
+Scaler ScalerFitter::result() const {
   Scaler s;
-  s.kind = kind;
-  if (kind == ScalingKind::None) return s;
-  const auto f = static_cast<Eigen::Index>(train.features());
+  s.kind = kind_;
+  if (kind_ == ScalingKind::None) return s;
+  const Eigen::Index f = sum_.size();
   s.offset.setZero(f);
   s.scale.setOnes(f);
-  if (train.samples() == 0) return s;
-  if (kind == ScalingKind::MinMax) {
-    const Eigen::VectorXd lo = train.X.colwise().minCoeff().transpose().cast<double>();
-    const Eigen::VectorXd hi = train.X.colwise().maxCoeff().transpose().cast<double>();
+  if (n_ == 0) return s;
+  if (kind_ == ScalingKind::MinMax) {
     for (Eigen::Index j = 0; j < f; ++j) {
-      s.offset[j] = lo[j];
-      if (hi[j] > lo[j]) s.scale[j] = 1.0 / (hi[j] - lo[j]);
+      s.offset[j] = static_cast<double>(lo_[j]);
+      if (hi_[j] > lo_[j]) s.scale[j] = 1.0 / (static_cast<double>(hi_[j]) - static_cast<double>(lo_[j]));
     }
     return s;
   }
-  // Two passes in double: the mean first, then the centred second moment (no cancellation).
-  const double n = static_cast<double>(train.samples());
-  // Row by row: a cast of the whole matrix would materialize a double copy of the data set.
-  for (Eigen::Index i = 0; i < train.X.rows(); ++i) s.offset += train.X.row(i).transpose().cast<double>();
-  s.offset /= n;
-  Eigen::VectorXd var = Eigen::VectorXd::Zero(f);
-  for (Eigen::Index i = 0; i < train.X.rows(); ++i)
-    var += (train.X.row(i).transpose().cast<double>() - s.offset).cwiseAbs2();
-  var /= n;
+  s.offset = sum_;
+  const Eigen::VectorXd var = var_ / n_;
   for (Eigen::Index j = 0; j < f; ++j)
     if (var[j] > 0) s.scale[j] = 1.0 / std::sqrt(var[j]);
   return s;
+}
+
+Scaler Scaler::fit(const Dataset& train, ScalingKind kind) {
+  ScalerFitter fitter(kind, static_cast<Eigen::Index>(train.features()));
+  for (int pass = 0; pass < fitter.passes(); ++pass) {
+    for (Eigen::Index i = 0; i < train.X.rows(); ++i) fitter.add(train.X.row(i));
+    fitter.endPass();
+  }
+  return fitter.result();
 }
 
 void Scaler::apply(Dataset& d) const {

@@ -23,4 +23,25 @@ struct Scaler {
   void apply(Dataset& d) const;
 };
 
+// Fits a Scaler from rows seen one at a time, with the arithmetic and row order of Scaler::fit (which is
+// built on it), so a fit streamed from a file equals a fit on the loaded matrix bit for bit. This is how
+// a daemon scales its shard without ever holding the whole training set. Standardize needs two passes
+// (the mean, then the centred second moment): feed every row, call endPass(), and while passes() says
+// so feed them all again.
+class ScalerFitter {
+ public:
+  ScalerFitter(ScalingKind kind, Eigen::Index features);
+  int passes() const { return kind_ == ScalingKind::Standardize ? 2 : kind_ == ScalingKind::MinMax ? 1 : 0; }
+  void add(const Eigen::Ref<const Eigen::RowVectorXf>& row);
+  void endPass();
+  Scaler result() const;
+
+ private:
+  ScalingKind kind_;
+  int pass_ = 0;
+  double n_ = 0;
+  Eigen::RowVectorXf lo_, hi_;
+  Eigen::VectorXd sum_, var_;
+};
+
 }  // namespace gossip::training
