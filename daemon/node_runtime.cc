@@ -63,19 +63,6 @@ class EngineTransport final : public engine::Transport {
   std::deque<engine::RawFrame> q_;
 };
 
-// The rows of one node's shard as a data set of its own (the daemon keeps only its shard in memory).
-training::Dataset takeRows(const training::Dataset& src, std::span<const std::uint32_t> rows) {
-  training::Dataset d;
-  d.classes = src.classes;
-  d.X.resize(static_cast<Eigen::Index>(rows.size()), src.X.cols());
-  d.y.reserve(rows.size());
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    d.X.row(static_cast<Eigen::Index>(k)) = src.X.row(rows[k]);
-    d.y.push_back(src.y[rows[k]]);
-  }
-  return d;
-}
-
 }  // namespace
 
 void installStopSignals() {
@@ -137,27 +124,15 @@ struct NodeRuntime::Impl {
 
   void setupData() {
     // Shards are cut for max(cluster.nodes, id + 1) nodes, as `sim` does for joiners: a late joiner with
-    // an id beyond the starting cluster still gets a shard of its own.
+    // an id beyond the starting cluster still gets a shard of its own. Only this node's rows are kept
+    // (IDX files are streamed: the whole training set is never in memory).
     Config pc = c;
     pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
-    problem = buildSimProblem(pc);
-    auto& s = problem->setup;
-    const auto rows = s.partition.at(id);
-    training::Dataset own = takeRows(problem->train, rows);
-    problem->train = std::move(own);  // the full set is freed here; setup.train still points at problem->train
-    std::vector<std::uint32_t> mine(problem->train.samples());
-    std::iota(mine.begin(), mine.end(), 0u);
-    for (auto& p : s.partition) p.clear();
-    s.partition[id] = std::move(mine);
-    if (problem->test && c.monitor.eval_every > 0) {
-      const std::size_t n = c.monitor.eval_test_max ? std::min<std::size_t>(c.monitor.eval_test_max, problem->test->samples())
-                                                    : problem->test->samples();
-      std::vector<std::uint32_t> head(n);
-      std::iota(head.begin(), head.end(), 0u);
-      evalSet = takeRows(*problem->test, head);
-    }
+    const OneNode only{.id = id, .test_rows = c.monitor.eval_test_max, .keep_test = c.monitor.eval_every > 0};
+    problem = buildSimProblem(pc, &only);
+    if (problem->test) evalSet = std::move(*problem->test);
     problem->test.reset();
-    s.test = nullptr;
+    problem->setup.test = nullptr;
   }
 
   void readIncarnation() {

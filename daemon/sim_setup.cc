@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <string_view>
 
 #include "core/error.h"
@@ -86,8 +87,36 @@ void checkOptimumExists(const SimProblem& p, bool& reference) {
 
 }  // namespace
 
-std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
+namespace {
+// Keeps node `only.id`'s rows of a problem loaded whole, and the head of its test set.
+void cutToNode(SimProblem& p, const OneNode& only) {
+  auto& cells = p.setup.partition;
+  const std::vector<std::uint32_t> mine = cells.at(only.id);
+  training::Dataset own;
+  own.classes = p.train.classes;
+  own.X.resize(static_cast<Eigen::Index>(mine.size()), p.train.X.cols());
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    own.X.row(static_cast<Eigen::Index>(k)) = p.train.X.row(mine[k]);
+    if (!p.train.y.empty()) own.y.push_back(p.train.y[mine[k]]);
+    if (!p.train.targets.empty()) own.targets.push_back(p.train.targets[mine[k]]);
+  }
+  p.train = std::move(own);
+  std::vector<std::uint32_t> rows(p.train.samples());
+  std::iota(rows.begin(), rows.end(), 0u);
+  for (auto& cell : cells) cell.clear();
+  cells.at(only.id) = std::move(rows);
+  if (!only.keep_test) p.test.reset();
+  if (p.test && only.test_rows != 0 && only.test_rows != 0 && only.test_rows < p.test->samples()) {
+    p.test->X.conservativeResize(static_cast<Eigen::Index>(only.test_rows), Eigen::NoChange);
+    p.test->y.resize(std::min(p.test->y.size(), only.test_rows));
+    if (!p.test->targets.empty()) p.test->targets.resize(only.test_rows);
+  }
+}
+}  // namespace
+
+std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only) {
   auto p = std::make_unique<SimProblem>();
+  std::size_t totalRows = 0;  // training rows of the whole problem (the node's shard may be all we hold)
   PeerId maxId = c.cluster.nodes - 1;
   for (const auto& j : c.faults.join) maxId = std::max(maxId, j.node);
   const int shards = static_cast<int>(maxId) + 1;
@@ -107,6 +136,8 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
     auto [all, partition] = training::concatNodes(parts);
     p->train = std::move(all);
     p->setup.partition = std::move(partition);
+    totalRows = p->train.samples();
+    if (only) cutToNode(*p, *only);
   } else {
     training::DataSpec spec;
     spec.format = c.data.format;
@@ -119,15 +150,37 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
     spec.scaling = c.data.scaling;
     spec.regression = c.data.regression;
     spec.limit = c.data.max_train;
+    const training::PartitionSpec partitionSpec{
+        .kind = c.data.partition, .dirichlet_alpha = c.data.dirichlet_alpha, .seed = c.data.seed};
     if (c.data.train.find(kNodePlaceholder) != std::string::npos) {
       loadNodeFiles(spec, shards, *p);
+      totalRows = p->train.samples();
+      if (only) cutToNode(*p, *only);
+    } else if (only) {
+      if (!only->keep_test) spec.test.clear();
+      training::Partition partition;
+      auto loaded = training::loadDatasetRows(
+          spec,
+          [&](const training::Dataset& labels) {
+            partition = training::partitionRows(labels, shards, partitionSpec);
+            return partition.at(only->id);
+          },
+          only->test_rows);
+      totalRows = loaded.train_rows_total;
+      p->train = std::move(loaded.train);
+      p->test = std::move(loaded.test);
+      // The node's rows are now rows 0..k-1 of p->train; the other nodes' cells are empty.
+      std::vector<std::uint32_t> rows(p->train.samples());
+      std::iota(rows.begin(), rows.end(), 0u);
+      for (auto& cell : partition) cell.clear();
+      partition.at(only->id) = std::move(rows);
+      p->setup.partition = std::move(partition);
     } else {
       auto loaded = training::loadDataset(spec);
       p->train = std::move(loaded.train);
       p->test = std::move(loaded.test);
-      p->setup.partition = training::partitionRows(
-          p->train, shards,
-          {.kind = c.data.partition, .dirichlet_alpha = c.data.dirichlet_alpha, .seed = c.data.seed});
+      p->setup.partition = training::partitionRows(p->train, shards, partitionSpec);
+      totalRows = p->train.samples();
     }
   }
 
@@ -139,7 +192,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   ms.l2 = c.model.l2;
   p->model = training::makeModel(ms, p->train.features(), p->train.classes);
   checkSimMemory(c,
-                 estimateSimMemory(c, p->model->dim(), static_cast<double>(p->train.samples()) / shards,
+                 estimateSimMemory(c, p->model->dim(), static_cast<double>(totalRows) / shards,
                                    p->train.classes, 0.0),
                  memAvailableBytes());
   p->compressor = compress::makeCompressor(c.compressor);
@@ -148,8 +201,9 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c) {
   s.model = p->model.get();
   s.train = &p->train;
   s.test = p->test ? &*p->test : nullptr;
-  s.reference = convex(c.model.kind) &&
-                static_cast<double>(p->train.samples()) * static_cast<double>(p->model->dim()) <= kReferenceMaxEntries;
+  // A single node holds only its rows: it has no centralized reference to compare against.
+  s.reference = only == nullptr && convex(c.model.kind) &&
+                static_cast<double>(totalRows) * static_cast<double>(p->model->dim()) <= kReferenceMaxEntries;
   if (s.reference && noFiniteOptimumPossible(c)) checkOptimumExists(*p, s.reference);
   s.algorithm.name = c.algorithm.name;
   s.algorithm.eta = c.algorithm.eta;

@@ -21,7 +21,17 @@ struct SimProblem {
   sim::SimSetup setup;  // points into the members above
 };
 
-// ConfigError / DataError on bad configuration or data.
-std::unique_ptr<SimProblem> buildSimProblem(const Config& config);
+// What one daemon keeps: its own training rows and the head of the test set it evaluates on.
+struct OneNode {
+  PeerId id = 0;
+  std::size_t test_rows = 0;  // 0 = all; only read when keep_test
+  bool keep_test = true;
+};
+
+// ConfigError / DataError on bad configuration or data. With `only`, the problem holds that node's
+// training rows alone (partition cell `only->id` lists them, the other cells are empty) and no
+// centralized reference: IDX files are streamed so the whole training set is never in memory; per-node
+// files ("{id}") and other formats are read whole (scaling is fitted on every row) and then cut.
+std::unique_ptr<SimProblem> buildSimProblem(const Config& config, const OneNode* only = nullptr);
 
 }  // namespace gossip::daemon
