@@ -96,11 +96,6 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)), nullptr);
 }
 
-void NodeEngine::sendState(PeerId to, Round round) {
-  const auto& x = node_->algorithm().x();
-  sendControl(to, FrameKind::State, round, doublesPayload({x.data(), static_cast<std::size_t>(x.size())}));
-}
-
 void NodeEngine::requestState(PeerId from, Round round) {
   stateFrom_.insert(from);
   sendControl(from, FrameKind::StateRequest, round, {});
@@ -141,21 +136,8 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       // The round carried back is the one the requester should continue from (linked mode: our next).
       return sendState(h.sender, linked_ ? nextRound() : h.round);
     }
-    case FrameKind::State: {
-      // A model replaces ours only when we asked this peer for it, and only once.
-      if (!stateFrom_.count(h.sender)) return reject("unrequested_state");
-      ByteReader r(payload, "state payload");
-      auto x = serial::getArray<double>(r);
-      r.expectEnd();
-      auto& mine = node_->algorithm().x();
-      if (x.size() != static_cast<std::size_t>(mine.size())) return reject("wrong_dimension");
-      for (double v : x)
-        if (!std::isfinite(v)) return reject("non_finite");
-      mine = Eigen::Map<const training::Vec>(x.data(), mine.size());
-      stateFrom_.clear();
-      stateRound_ = h.round;
-      return;
-    }
+    case FrameKind::State:
+      return receiveStateChunk(h, payload);
     default:
       return reject("unexpected_kind");
   }

@@ -73,6 +73,11 @@ struct LinkInfo {
 };
 inline constexpr Round kNoRound = ~Round{0};
 
+// A model sent by state transfer travels in chunks of at most this many doubles (1 MiB), so that a large
+// model never sits in one frame ahead of a peer's control traffic, and a receiver asking again keeps the
+// chunks it has.
+inline constexpr std::size_t kStateChunkValues = std::size_t{1} << 17;
+
 struct EngineStats {
   std::uint64_t model_bytes_sent = 0;    // model frames, headers included
   std::uint64_t control_bytes_sent = 0;  // edge handshakes and state transfers
@@ -80,6 +85,8 @@ struct EngineStats {
   std::uint64_t messages_missing = 0;    // stateless rounds that mixed a neighbour's own-value substitute
   std::uint64_t retransmitted = 0;      // linked mode: frames sent again for lack of an ack
   std::uint64_t duplicates = 0;         // linked mode: frames of an already mixed round (retransmits)
+  std::uint64_t states_sent = 0;        // state transfers answered (each in one or more chunks)
+  std::uint64_t states_received = 0;    // state transfers completed and installed
   std::map<std::string, std::uint64_t> rejected;  // by reason label
   // By the sender id a frame's (checksummed) header names, then by reason; at most 1024 senders.
   std::map<PeerId, std::map<std::string, std::uint64_t>> rejected_by_peer;
@@ -103,8 +110,12 @@ class NodeEngine {
   void setView(std::shared_ptr<const ViewGraph> vg, Round round);
   // Handles every frame waiting in the transport: control frames now, model frames into the inbox.
   void drain(Round current);
-  // Asks neighbour `from` for its model (state transfer for a joining or lagging node).
+  // Asks neighbour `from` for its model (state transfer for a joining or lagging node). The model comes
+  // back in State chunks (engine/state_transfer.cc); chunks of the answer already received are kept when
+  // the same peer is asked again.
   void requestState(PeerId from, Round round);
+  // Values per State chunk (default kStateChunkValues: 1 MiB of doubles); tests use small chunks.
+  void setStateChunk(std::size_t values);
   // True when every edge the view wants is open (always true for stateless methods).
   bool edgesReady() const;
 
@@ -157,7 +168,8 @@ class NodeEngine {
   void reject(const std::string& reason);
   void handleControl(const FrameHeader& h, const Bytes& payload);
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
-  void sendState(PeerId to, Round round);  // our model, as a State frame continuing at `round`
+  void sendState(PeerId to, Round round);  // our model, as State chunks continuing at `round`
+  void receiveStateChunk(const FrameHeader& h, const Bytes& payload);
   static Bytes doublesPayload(std::span<const double> v);
   const Member* member(PeerId id) const;
   // linked mode (engine/links.cc)
@@ -204,6 +216,17 @@ class NodeEngine {
   std::map<PeerId, Incarnation> wanted_;       // replica methods: edges this view wants
   std::map<PeerId, std::uint64_t> linkSeq_;    // per-link sequence numbers of sent frames
   std::set<PeerId> stateFrom_;                 // peers asked for their model; the first State of one of them is taken
+  // A state transfer being put together: one sender's model as of one round, chunk by chunk.
+  struct StateAssembly {
+    PeerId from = 0;
+    Round round = 0;
+    std::uint32_t crc = 0;         // crc32c of the whole model (little-endian doubles), in every chunk
+    std::vector<double> x;
+    std::vector<bool> have;        // by value index
+    std::size_t missing = 0;       // values still to come
+  };
+  std::optional<StateAssembly> assembly_;
+  std::size_t stateChunk_ = kStateChunkValues;
 
   compress::Encoded encoded_;
   std::shared_ptr<Bytes> payload_;             // this round's payload, shared with receivers

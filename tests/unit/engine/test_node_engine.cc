@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "compressors/compressor.h"
+#include "core/crc32c.h"
 #include "core/serial.h"
 #include "engine/inproc.h"
 #include "engine/node_engine.h"
@@ -252,4 +253,96 @@ TEST_CASE("engine: a model transfer is taken only from the peer it was asked of,
     for (auto& [id, e] : c.engines) e->drain(1);
   CHECK(n0.stats().rejected.at("unrequested_state") == 2);
   CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
+}
+
+namespace {
+// One State chunk as engine/state_transfer.cc lays it out.
+Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::uint32_t crc, std::span<const double> values) {
+  Bytes b;
+  ByteWriter w(b);
+  w.put(dim);
+  w.put(at);
+  w.put(crc);
+  serial::putArray(w, values);
+  return b;
+}
+}  // namespace
+
+TEST_CASE("engine: a model transfer arrives in chunks, is installed only whole and checksummed") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  c.round(0);
+  auto& n0 = *c.engines.at(0);
+  const training::Vec before = n0.node().algorithm().x();
+  const auto dim = static_cast<std::size_t>(before.size());
+  REQUIRE(dim >= 9);
+  std::vector<double> other(dim);
+  for (std::size_t i = 0; i < dim; ++i) other[i] = 3.0 + static_cast<double>(i);
+  const std::uint32_t crc = crc32c(std::as_bytes(std::span<const double>(other)));
+  FrameHeader h;
+  h.kind = FrameKind::State;
+  h.sender = 1;
+  h.round = 7;
+  h.epoch = static_cast<std::uint32_t>(c.epoch);
+  auto send = [&](FrameHeader fh, Bytes body) {
+    Bytes head = header(fh, body);  // before body is moved from
+    c.net.deliver(1, 0, std::move(head), std::make_shared<const Bytes>(std::move(body)), false);
+    n0.drain(1);
+  };
+  auto chunk = [&](std::size_t at, std::size_t n, std::uint32_t sum = 0) {
+    return stateChunk(dim, at, sum ? sum : crc, std::span<const double>(other).subspan(at, n));
+  };
+  n0.requestState(1, 1);  // node 1 is never drained: its answer is the one forged here
+
+  SUBCASE("chunks in any order; nothing changes until the last one") {
+    send(h, chunk(4, 4));
+    send(h, chunk(8, dim - 8));
+    CHECK(n0.node().algorithm().x() == before);
+    CHECK_FALSE(n0.takeStateRound());
+    send(h, chunk(0, 4));
+    CHECK(n0.node().algorithm().x() == Eigen::Map<const training::Vec>(other.data(), before.size()));
+    CHECK(n0.takeStateRound() == Round{7});
+    CHECK(n0.stats().states_received == 1);
+  }
+  SUBCASE("a model whose chunks do not match the whole-model checksum is refused") {
+    send(h, chunk(0, 4, crc ^ 1u));
+    send(h, chunk(4, dim - 4, crc ^ 1u));
+    CHECK(n0.stats().rejected.at("state_checksum") == 1);
+    CHECK(n0.node().algorithm().x() == before);
+    CHECK_FALSE(n0.takeStateRound());
+  }
+  SUBCASE("a partial answer is replaced by a newer one") {
+    send(h, chunk(0, 4));
+    FrameHeader later = h;
+    later.round = 9;
+    send(later, chunk(4, dim - 4));  // round 9 starts afresh: its first 4 values are still missing
+    CHECK_FALSE(n0.takeStateRound());
+    send(later, chunk(0, 4));
+    CHECK(n0.takeStateRound() == Round{9});
+  }
+  SUBCASE("chunks out of range, of another dimension or not finite are rejected") {
+    send(h, stateChunk(dim, dim - 1, crc, std::span<const double>(other).subspan(0, 2)));
+    send(h, stateChunk(dim + 1, 0, crc, std::span<const double>(other).subspan(0, 2)));
+    std::vector<double> bad = {1.0, std::nan("")};
+    send(h, stateChunk(dim, 0, crc, bad));
+    send(h, stateChunk(dim, 0, crc, {}));
+    CHECK(n0.stats().rejected.at("bad_state_chunk") == 2);
+    CHECK(n0.stats().rejected.at("wrong_dimension") == 1);
+    CHECK(n0.stats().rejected.at("non_finite") == 1);
+    CHECK(n0.node().algorithm().x() == before);
+  }
+}
+
+TEST_CASE("engine: a real neighbour's chunked answer installs its model exactly") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  c.round(0);
+  auto& n0 = *c.engines.at(0);
+  auto& n2 = *c.engines.at(2);
+  n2.setStateChunk(3);
+  n0.requestState(2, 1);
+  for (int pass = 0; pass < 3; ++pass)
+    for (auto& [id, e] : c.engines) e->drain(1);
+  CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());
+  CHECK(n2.stats().states_sent == 1);
+  CHECK(n0.stats().states_received == 1);
+  CHECK(n0.stats().frames_received >= (static_cast<std::uint64_t>(n2.node().algorithm().x().size()) + 2) / 3);
 }
