@@ -414,6 +414,8 @@ struct NodeRuntime::Impl {
                      {"membership_messages_sent", membership->stats().messages_sent},
                      {"retransmitted", st.retransmitted},
                      {"messages_missing", st.messages_missing},
+                     {"states_sent", st.states_sent},
+                     {"states_received", st.states_received},
                      {"rejected", st.rejectedTotal() + frameErrors},
                      {"suspicions", suspicions},
                      {"deaths", deaths},
