@@ -417,6 +417,7 @@ struct NodeRuntime::Impl {
                      {"states_sent", st.states_sent},
                      {"states_received", st.states_received},
                      {"rejected", st.rejectedTotal() + frameErrors},
+                     {"disconnects", zmq->stats().disconnects},
                      {"suspicions", suspicions},
                      {"deaths", deaths},
                      {"last_checkpoint", lastCheckpoint},
@@ -497,6 +498,9 @@ struct NodeRuntime::Impl {
       const std::uint64_t now = msSince(t0);
       const auto tp = Clock::time_point(std::chrono::milliseconds(now));
       pumpIncoming(now);
+      // A broken connection (the peer's process died, or its host stopped answering ZMTP heartbeats) is a
+      // reason to probe it now, not to wait for its turn in the probe round: a suspicion, never a death.
+      for (PeerId p : zmq->takeDisconnects()) membership->hintUnreachable(p, tp);
       membership->tick(tp);
       onMembership(now);
       if (membership->declaredDead() && phase != Phase::Finishing) rejoinAsNewIncarnation(now);

@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstring>
 #include <condition_variable>
+#include <algorithm>
 #include <deque>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -41,6 +43,10 @@ struct Channel {
 
 struct Link {
   Channel channel[2];  // kControl, kModel
+  // Reads the control DEALER's socket monitor (a PAIR on an inproc address): a DISCONNECTED event tells
+  // that the TCP connection to the peer broke (RST, ZMTP heartbeat timeout), the daemon's hint to probe.
+  // Declared last so it closes after the socket it monitors.
+  zmq::socket_t monitor;
 };
 
 struct Command {
@@ -128,6 +134,10 @@ struct ZmqTransport::Impl {
       sendDropped{0};
 
   std::map<PeerId, std::unique_ptr<Link>> links;  // I/O thread only
+  std::atomic<std::uint64_t> monitorSerial{0};    // names the monitors' inproc addresses
+  std::atomic<std::uint64_t> disconnectEvents{0};
+  std::mutex disconnectMutex;
+  std::vector<PeerId> disconnected;                // since the last takeDisconnects(), without repeats
   std::thread io;
 
   std::shared_ptr<BufferPool> pool;  // shared with the payloads handed out, which may outlive the transport
@@ -175,12 +185,22 @@ struct ZmqTransport::Impl {
       char id[5] = {kChannelByte[c]};
       std::memcpy(id + 1, &self, 4);  // little-endian host (core/bytes.h)
       s.set(zmq::sockopt::routing_id, zmq::const_buffer(id, sizeof id));
+      if (c == kControl) {
+        // Watched before it connects, so that no event is missed; the PAIR connects to the monitor's
+        // inproc address, which zmq_socket_monitor has just bound.
+        const std::string addr = "inproc://gossip-monitor-" + std::to_string(monitorSerial.fetch_add(1));
+        if (zmq_socket_monitor(s.handle(), addr.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+          throw IoError("zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
+        link->monitor = zmq::socket_t(ctx, zmq::socket_type::pair);
+        link->monitor.set(zmq::sockopt::linger, 0);
+        link->monitor.connect(addr);
+      }
+      link->channel[c].socket = std::move(s);
       try {
-        s.connect(endpoint);
+        link->channel[c].socket.connect(endpoint);
       } catch (const zmq::error_t& e) {
         throw IoError("peer " + std::to_string(self) + " endpoint " + endpoint + ": " + e.what());
       }
-      link->channel[c].socket = std::move(s);
     }
     return link;
   }
@@ -274,6 +294,21 @@ struct ZmqTransport::Impl {
     }
   }
 
+  // Reads every event waiting on a link's monitor; a DISCONNECTED notes the peer.
+  void readMonitor(PeerId peer, Link& link) {
+    for (;;) {
+      zmq::message_t event, address;
+      if (!link.monitor.recv(event, zmq::recv_flags::dontwait)) return;
+      if (event.more()) (void)link.monitor.recv(address, zmq::recv_flags::none);
+      std::uint16_t id = 0;
+      if (event.size() >= sizeof id) std::memcpy(&id, event.data(), sizeof id);
+      if (id != ZMQ_EVENT_DISCONNECTED) continue;
+      disconnectEvents.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard lock(disconnectMutex);
+      if (std::find(disconnected.begin(), disconnected.end(), peer) == disconnected.end()) disconnected.push_back(peer);
+    }
+  }
+
   void removeLink(PeerId peer) {
     auto it = links.find(peer);
     if (it == links.end()) return;
@@ -284,6 +319,7 @@ struct ZmqTransport::Impl {
   void loop() {
     std::vector<zmq_pollitem_t> items;
     std::vector<Channel*> writers;
+    std::vector<std::pair<PeerId, Link*>> monitors;
     std::deque<Command> batch;
     while (!stop.load()) {
       bool reading;
@@ -294,8 +330,14 @@ struct ZmqTransport::Impl {
       }
       items.clear();
       writers.clear();
+      monitors.clear();
       items.push_back({nullptr, wakeFd, ZMQ_POLLIN, 0});
       items.push_back({router.handle(), 0, static_cast<short>(reading ? ZMQ_POLLIN : 0), 0});
+      for (auto& [id, link] : links) {
+        items.push_back({link->monitor.handle(), 0, ZMQ_POLLIN, 0});
+        monitors.emplace_back(id, link.get());
+      }
+      const std::size_t firstWriter = items.size();
       for (auto& [id, link] : links)
         for (Channel& ch : link->channel)
           if (!ch.queue.empty()) {
@@ -313,8 +355,10 @@ struct ZmqTransport::Impl {
           std::lock_guard lock(inboxMutex);
           if (inboxFull()) break;
         }
+      for (std::size_t i = 0; i < monitors.size(); ++i)
+        if (items[i + 2].revents & ZMQ_POLLIN) readMonitor(monitors[i].first, *monitors[i].second);
       for (std::size_t i = 0; i < writers.size(); ++i)
-        if (items[i + 2].revents & ZMQ_POLLOUT) flush(*writers[i]);
+        if (items[firstWriter + i].revents & ZMQ_POLLOUT) flush(*writers[i]);
       if (items[0].revents & ZMQ_POLLIN) {
         std::uint64_t count;
         [[maybe_unused]] auto n = ::read(wakeFd, &count, sizeof count);
@@ -359,6 +403,11 @@ void ZmqTransport::addPeer(PeerId peer, const std::string& endpoint) {
   impl_->push(std::move(c));
 }
 
+std::vector<PeerId> ZmqTransport::takeDisconnects() {
+  std::lock_guard lock(impl_->disconnectMutex);
+  return std::exchange(impl_->disconnected, {});
+}
+
 void ZmqTransport::removePeer(PeerId peer) { impl_->push(Command{Command::Type::Remove, peer, {}, nullptr}); }
 
 void ZmqTransport::send(PeerId to, Bytes header, engine::SharedBytes payload) {
@@ -391,7 +440,7 @@ bool ZmqTransport::waitReadable(std::chrono::milliseconds timeout) {
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
   return {i.framesSent.load(), i.bytesSent.load(), i.framesReceived.load(), i.bytesReceived.load(),
-          i.malformed.load(), i.sendDropped.load()};
+          i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load()};
 }
 
 }  // namespace gossip::peer

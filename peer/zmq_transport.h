@@ -23,6 +23,9 @@
 //    per-channel queues until their DEALER is writable (bounded: the oldest frame is dropped and counted).
 //    Received frames go to a mutex-protected inbox that receive() pops; while the inbox is over its limit
 //    the I/O thread stops reading the ROUTER, so a flooding peer meets RCVHWM and TCP back-pressure.
+//  - Disconnects: each control DEALER has a socket monitor (an inproc PAIR polled by the I/O thread); a
+//    DISCONNECTED event queues the peer for takeDisconnects(), which the daemon turns into an immediate
+//    membership probe (DESIGN.md: a ZeroMQ disconnect is a suspicion, never a death).
 //  - addPeer() creates and connects the DEALERs in the caller's thread (so a bad endpoint throws there) and
 //    hands them to the I/O thread through the FIFO (the mutex is the memory barrier zmq asks for).
 #include <atomic>
@@ -30,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/transport.h"
 
@@ -58,6 +62,7 @@ struct ZmqStats {
   std::uint64_t bytes_received = 0;
   std::uint64_t malformed_dropped = 0;  // incoming messages with a wrong number of parts
   std::uint64_t send_dropped = 0;       // unknown peer, queue overflow, or still queued when a peer was removed
+  std::uint64_t disconnects = 0;        // control connections that broke (each one a probe hint)
 };
 
 class ZmqTransport final : public engine::Transport {
@@ -76,6 +81,9 @@ class ZmqTransport final : public engine::Transport {
   void addPeer(PeerId peer, const std::string& endpoint);
   // Forgets `peer`: its connections close at once and frames still queued for it are dropped.
   void removePeer(PeerId peer);
+  // Peers whose control connection broke (TCP reset or ZMTP heartbeat timeout) since the last call, each
+  // once. A hint for the failure detector to probe at once, never a verdict: libzmq reconnects by itself.
+  std::vector<PeerId> takeDisconnects();
 
   void send(PeerId to, Bytes header, engine::SharedBytes payload) override;
   bool receive(engine::RawFrame& out) override;

@@ -252,3 +252,22 @@ TEST_CASE("peer zmq: large receive buffers are recycled and payloads outlive the
   b.reset();  // the payload keeps its buffer (and the pool) alive
   CHECK(*second[0].payload == *payload(n, 1));
 }
+
+TEST_CASE("peer zmq: a broken connection to a peer is reported once as a disconnect hint") {
+  ZmqTransport a(1, kAny);
+  auto b = std::make_unique<ZmqTransport>(2, kAny);
+  a.addPeer(2, b->endpoint());
+  a.send(2, header(1, FrameKind::Ack, 0, 4), payload(4, 0));  // a control frame: the monitored channel
+  receiveN(*b, 1, "a control frame over the new connection");
+  CHECK(a.takeDisconnects().empty());
+  b.reset();  // the peer's process goes away: its sockets close, our TCP connection breaks
+  std::vector<PeerId> hints;
+  waitFor([&] {
+    auto more = a.takeDisconnects();
+    hints.insert(hints.end(), more.begin(), more.end());
+    return !hints.empty();
+  }, "a disconnect hint for peer 2 after it went away");
+  CHECK(hints == std::vector<PeerId>{2});
+  CHECK(a.stats().disconnects >= 1);
+  CHECK(a.takeDisconnects().empty());
+}
