@@ -35,7 +35,7 @@ Bytes npyBytes(std::span<const double> x) {
   return out;
 }
 
-void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byte> bytes) {
+void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byte> bytes, bool durable) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(tmp, "create");
@@ -49,12 +49,13 @@ void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byt
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (durable && ::fsync(fd) != 0) {
     ::close(fd);
     fail(tmp, "fsync");
   }
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "rename onto");
+  if (!durable) return;
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -17,7 +17,10 @@ void writeModel(const std::filesystem::path& dir, std::span<const double> x, con
 // The .npy bytes of a float64 vector (exposed for tests).
 Bytes npyBytes(std::span<const double> x);
 
-// Writes `bytes` to `path` atomically (temp, fsync, rename, fsync dir); IoError naming the path.
-void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byte> bytes);
+// Writes `bytes` to `path` atomically (temp, fsync, rename, fsync dir); IoError naming the path. With
+// durable = false the two fsyncs are skipped: readers still see the old or the new file whole, but a power
+// failure may lose the update (for files rewritten every fraction of a second, such as status.json, whose
+// fsyncs would otherwise stall the node's loop for milliseconds each time).
+void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byte> bytes, bool durable = true);
 
 }  // namespace gossip::daemon
