@@ -32,6 +32,8 @@ struct Options {
   int messages = 10;  // per trial
   int trials = 3;
   std::size_t recycle = gossip::peer::ZmqOptions{}.recycled_buffers;
+  std::size_t kb = 0;     // payload in KiB; overrides mb when set
+  bool exchange = false;  // measure a round's pattern instead: both ends send one payload, then receive one
 };
 
 Options parse(int argc, char** argv) {
@@ -47,7 +49,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--messages") o.messages = std::max(1, std::stoi(next()));
     else if (a == "--trials") o.trials = std::max(1, std::stoi(next()));
     else if (a == "--recycle") o.recycle = std::stoull(next());
-    else throw gossip::ConfigError("unknown argument " + a + " (use --out FILE, --mb N, --messages N, --trials N, --recycle N)");
+    else if (a == "--kb") o.kb = std::stoull(next());
+    else if (a == "--exchange") o.exchange = true;
+    else throw gossip::ConfigError("unknown argument " + a +
+                                   " (use --out FILE, --mb N, --kb N, --messages N, --trials N, --recycle N, --exchange)");
   }
   return o;
 }
@@ -115,15 +120,59 @@ double timeRaw(const ge::SharedBytes& payload, int messages) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Seconds for `rounds` exchanges over raw PUSH/PULL in both directions, each end in its own thread sending
+// one payload and then receiving the other's: the transfer part of a gossip round between two nodes, with
+// nothing else (the daemon's bench subtracts it from a daemon round).
+double timeRawExchange(const ge::SharedBytes& payload, int rounds) {
+  zmq::context_t ctxA(1), ctxB(1);
+  zmq::socket_t pullA(ctxA, zmq::socket_type::pull), pushA(ctxA, zmq::socket_type::push);
+  zmq::socket_t pullB(ctxB, zmq::socket_type::pull), pushB(ctxB, zmq::socket_type::push);
+  for (auto* s : {&pullA, &pushA, &pullB, &pushB}) s->set(zmq::sockopt::linger, 0);
+  pullA.bind("tcp://127.0.0.1:*");
+  pullB.bind("tcp://127.0.0.1:*");
+  pushA.connect(pullB.get(zmq::sockopt::last_endpoint));
+  pushB.connect(pullA.get(zmq::sockopt::last_endpoint));
+  zmq::message_t m;
+  pushA.send(zmq::str_buffer("x"), zmq::send_flags::none);  // connect before timing
+  pushB.send(zmq::str_buffer("x"), zmq::send_flags::none);
+  (void)pullA.recv(m);
+  (void)pullB.recv(m);
+  auto side = [&](zmq::socket_t& push, zmq::socket_t& pull) {
+    for (int i = 0; i < rounds; ++i) {
+      zmq::message_t msg(const_cast<std::byte*>(payload->data()), payload->size(), nullptr, nullptr);
+      push.send(msg, zmq::send_flags::none);
+      zmq::message_t r;
+      (void)pull.recv(r);
+      if (r.size() != payload->size()) throw gossip::Error("bench: payload size changed in transit");
+    }
+  };
+  const auto t0 = Clock::now();
+  std::thread b([&] { side(pushB, pullB); });
+  side(pushA, pullA);
+  b.join();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const Options opt = parse(argc, argv);
-    auto buf = std::make_shared<gossip::Bytes>(opt.mb << 20);
+    auto buf = std::make_shared<gossip::Bytes>(opt.kb ? opt.kb << 10 : opt.mb << 20);
     for (std::size_t i = 0; i < buf->size(); ++i) (*buf)[i] = static_cast<std::byte>(i * 131 + (i >> 12));
     const ge::SharedBytes payload = buf;
     const double bytes = static_cast<double>(payload->size()) * opt.messages;
+    if (opt.exchange) {
+      double best = 1e300;
+      for (int t = 0; t < opt.trials; ++t) best = std::min(best, timeRawExchange(payload, opt.messages));
+      json out;
+      out["payload_bytes"] = payload->size();
+      out["exchanges_per_trial"] = opt.messages;
+      out["raw_exchange_ms"] = 1000.0 * best / opt.messages;
+      out["note"] = "raw PUSH/PULL both ways, each end sends one payload then receives one; best trial";
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
 
     double bestTransport = 1e300, bestRaw = 1e300;
     json trials = json::array();
