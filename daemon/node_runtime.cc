@@ -426,6 +426,7 @@ struct NodeRuntime::Impl {
                      {"messages_missing", st.messages_missing},
                      {"states_sent", st.states_sent},
                      {"states_received", st.states_received},
+                     {"compute_seconds", static_cast<double>(st.compute_ns) * 1e-9},
                      {"rejected", st.rejectedTotal() + frameErrors},
                      {"disconnects", zmq->stats().disconnects},
                      {"suspicions", suspicions},

@@ -1,13 +1,31 @@
 #include "engine/node_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/serial.h"
 #include "training/state_io.h"
 
 namespace gossip::engine {
+
 namespace {
+// Adds the wall time of the algorithm's own work (gradients, encode, decode and mix) to a counter, so the
+// daemon can tell its compute from its transport and bookkeeping in the same run (bench/daemon_round.sh).
+class ComputeTimer {
+ public:
+  explicit ComputeTimer(std::uint64_t& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~ComputeTimer() {
+    total_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - start_).count());
+  }
+  ComputeTimer(const ComputeTimer&) = delete;
+  ComputeTimer& operator=(const ComputeTimer&) = delete;
+
+ private:
+  std::uint64_t& total_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 constexpr std::uint32_t kEngineTag = serial::fourcc("ENGN");
 
@@ -199,7 +217,10 @@ void NodeEngine::drain(Round current) {
 
 void NodeEngine::beginRound(Round t) {
   if (linked_) capturePublic(t);  // before the local work: CHOCO's prepare moves its public x_hat
-  node_->beginRound(t, encoded_);
+  {
+    const ComputeTimer timer(stats_.compute_ns);
+    node_->beginRound(t, encoded_);
+  }
   // Reuse last round's buffer when no receiver holds it any more (no allocation in steady state).
   if (payload_.use_count() > 1) payload_ = std::make_shared<Bytes>();
   std::swap(*payload_, encoded_.bytes);
@@ -255,6 +276,7 @@ void NodeEngine::endRound(Round t) {
     if (in != ready_.end() && in->sender == j) msgs.push_back({j, in->incarnation, *in->payload});
   }
   if (stateless_) stats_.messages_missing += (linked_ ? sendTo_.size() : row_.neighbors.size()) - msgs.size();
+  const ComputeTimer timer(stats_.compute_ns);
   for (;;) {
     try {
       node_->endRound(t, msgs, row_);

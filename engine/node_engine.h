@@ -87,6 +87,7 @@ struct EngineStats {
   std::uint64_t duplicates = 0;         // linked mode: frames of an already mixed round (retransmits)
   std::uint64_t states_sent = 0;        // state transfers answered (each in one or more chunks)
   std::uint64_t states_received = 0;    // state transfers completed and installed
+  std::uint64_t compute_ns = 0;         // wall time inside the algorithm (local steps, encode, decode, mix)
   std::map<std::string, std::uint64_t> rejected;  // by reason label
   // By the sender id a frame's (checksummed) header names, then by reason; at most 1024 senders.
   std::map<PeerId, std::map<std::string, std::uint64_t>> rejected_by_peer;

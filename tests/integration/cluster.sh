@@ -13,6 +13,12 @@ rc=0
 [ "$rc" = 0 ] || fail "short cluster run exited $rc: $(tail -3 "$WORK/short.out")"
 [ "$(grep -c ' done ' "$WORK/short.out")" = 4 ] || fail "expected 4 nodes done in the summary: $(cat "$WORK/short.out")"
 for i in 0 1 2 3; do test -s "$WORK/short/node-$i/model.npy" || fail "node $i wrote no model"; done
+# The time spent in the algorithm is counted apart (bench/daemon_round.sh subtracts it): above zero, below
+# the node's whole life.
+for i in 0 1 2 3; do
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not 0 < d['compute_seconds'] < d['seconds'])" \
+    "$WORK/short/node-$i/status.json" || fail "node $i: compute_seconds not in (0, seconds): $(cat "$WORK/short/node-$i/status.json")"
+done
 echo "ok: 4-node cluster ran 200 rounds, all done, exit 0"
 
 # 2. A long run: kill -9 one child (reported), then SIGINT: the others stop cleanly, nothing is left behind.
