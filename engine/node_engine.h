@@ -231,6 +231,7 @@ class NodeEngine {
 
   compress::Encoded encoded_;
   std::shared_ptr<Bytes> payload_;             // this round's payload, shared with receivers
+  std::shared_ptr<Bytes> spare_;               // an earlier round's payload buffer, reused once released
   struct Inbound {
     Round round;
     PeerId sender;

@@ -3,6 +3,10 @@
 // rounds, duplicates, other epochs, corrupt payloads) are rejected by reason without touching the model.
 #include <doctest/doctest.h>
 
+#include <deque>
+#include <memory>
+#include <set>
+
 #include "compressors/compressor.h"
 #include "core/crc32c.h"
 #include "core/serial.h"
@@ -37,7 +41,8 @@ struct Cluster {
     view(0);
   }
 
-  void add(PeerId id, Incarnation inc, const std::string& algorithm) {
+  // `over` replaces the node's in-process transport (it may wrap transports[id]).
+  void add(PeerId id, Incarnation inc, const std::string& algorithm, Transport* over = nullptr) {
     algo::AlgorithmParams p;
     p.name = algorithm;
     p.gamma = algorithm == "choco" ? 0.5 : 1.0;
@@ -47,10 +52,12 @@ struct Cluster {
     auto est = training::makeEstimator({.kind = "full"}, *model, data, partition[id], 1);
     algo::NodeSchedule sched;
     sched.lr = [](Round) { return 0.2; };
-    net.attach(id);
-    transports[id] = std::make_unique<InprocTransport>(net, id);
+    if (!over) {
+      net.attach(id);
+      transports[id] = std::make_unique<InprocTransport>(net, id);
+    }
     engines[id] = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
-                                               *transports[id]);
+                                               over ? *over : *transports[id]);
   }
 
   void view(Round t) {
@@ -206,6 +213,43 @@ TEST_CASE("engine: a stateless round treats an undecodable payload as missing") 
   CHECK(victim.stats().rejected.at("bad_payload") == 1);
   CHECK(victim.stats().messages_missing == 1);
   CHECK(victim.node().algorithm().x().allFinite());
+}
+
+// Keeps every payload it sends until the caller releases it, like a zero-copy send of a large frame that
+// finishes only once the peer has read it, and records every distinct payload buffer it was given.
+struct HoldingTransport final : Transport {
+  Transport& inner;
+  std::deque<SharedBytes> held;
+  std::set<std::weak_ptr<const Bytes>, std::owner_less<>> buffers;  // weak refs keep identities distinct
+  explicit HoldingTransport(Transport& t) : inner(t) {}
+  void send(PeerId to, Bytes h, SharedBytes payload) override {
+    if (payload && !payload->empty()) {
+      held.push_back(payload);
+      buffers.insert(payload);
+    }
+    inner.send(to, std::move(h), std::move(payload));
+  }
+  bool receive(RawFrame& out) override { return inner.receive(out); }
+};
+
+TEST_CASE("engine: a payload still in flight is never reused, and a steady state allocates no new buffers") {
+  Cluster c(2, "dpsgd", {.name = "fp32"});
+  HoldingTransport hold(*c.transports.at(0));
+  c.add(0, 1, "dpsgd", &hold);  // node 0 again, as a new incarnation, over the holding transport
+  c.view(0);
+  std::vector<Bytes> copies;
+  for (Round t = 0; t < 30; ++t) {
+    c.round(t);
+    // Each round's frame is still held when the next round begins, and released after it.
+    while (hold.held.size() > 1) {
+      CHECK(*hold.held.front() == copies.at(copies.size() - 1));  // unchanged while it was in flight
+      hold.held.pop_front();
+    }
+    copies.push_back(*hold.held.back());
+  }
+  // One buffer in flight, one spare: later rounds rotate them (a fresh buffer costs a zero-fill and page
+  // faults on every round of a large model).
+  CHECK(hold.buffers.size() <= 3);
 }
 
 TEST_CASE("engine: save and load restore a node that continues bit-identically") {
