@@ -88,6 +88,21 @@ def scale_table():
               f"{rss:.2f} GiB | {x['bytes_sent'] / 1e6:.0f} | {100 * x['accuracy']:.1f}% |")
 
 
+def round_table():
+    print("| model | message | daemon per round | compute | raw exchange | overhead | transfer ratio | CPU beyond compute |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in ("daemon_round", "daemon_round_64mb"):
+        r = load(name)
+        if not r:
+            continue
+        ms = lambda v: f"{v:.2f} ms" if v < 10 else f"{v:.0f} ms"
+        size = r["message_bytes"]
+        msg = f"{size / 1e3:.0f} kB" if size < 1e6 else f"{size / 2**20:.0f} MB"
+        print(f"| {r['parameters']:,} parameters | {msg} | {ms(r['daemon_ms_per_round'])} | "
+              f"{ms(r['compute_ms_per_round'])} | {ms(r['raw_exchange_ms'])} | {ms(r['overhead_ms'])} | "
+              f"{r['transfer_ratio']:.2f} | {ms(r['cpu_overhead_ms'])} |")
+
+
 SECTIONS = {
     "TABLE_EXACT": lambda: convex_table(["exact_prox_lead_full", "exact_prox_lead_lsvrg", "exact_prox_lead_saga",
                                          "exact_prox_lead_sgd"]),
@@ -97,6 +112,7 @@ SECTIONS = {
     "TABLE_FMNIST": lambda: fmnist_table("fmnist"),
     "TABLE_MLP": lambda: fmnist_table("mlp"),
     "TABLE_SCALE": scale_table,
+    "TABLE_ROUND": round_table,
 }
 
 
