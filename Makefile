@@ -14,7 +14,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config zlib1g-dev \
   libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev dataset-fashion-mnist \
   python3 python3-numpy python3-matplotlib
 
-.PHONY: all deps build build-asan build-tsan test test-asan demo bench clean
+.PHONY: all deps build build-asan build-tsan build-fuzz fuzz test test-asan demo bench clean
 
 all: build
 
@@ -39,6 +39,18 @@ build-asan: deps
 build-tsan: deps
 	[ -f $(TSAN_BUILD)/build.ninja ] || cmake --preset tsan
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target $(TSAN_TESTS)
+
+# libFuzzer targets (fuzz/): clang with ASan+UBSan. `make fuzz` runs each for FUZZ_SECONDS (default 600).
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS := fuzz_frame fuzz_codecs fuzz_engine fuzz_checkpoint fuzz_config
+build-fuzz: deps
+	@dpkg-query -W -f='$${Status}\n' clang libclang-rt-dev 2>/dev/null | grep -c "install ok installed" | grep -q 2 || \
+	  { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends clang libclang-rt-dev; }
+	[ -f build/fuzz/build.ninja ] || cmake --preset fuzz
+	cmake --build build/fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+
+fuzz: build-fuzz
+	./scripts/fuzz_run.sh $(FUZZ_SECONDS)
 
 # Unit and integration tests in the release build, then the unit tests again under ASan+UBSan, then the
 # engine, transport and membership tests under ThreadSanitizer.

@@ -22,3 +22,11 @@ if(GOSSIP_TSAN)
   target_compile_options(gossip_warnings INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
   target_link_options(gossip_warnings INTERFACE -fsanitize=thread)
 endif()
+if(GOSSIP_FUZZ)
+  # libFuzzer builds (clang): coverage instrumentation plus ASan+UBSan on all library code; the fuzz
+  # executables add -fsanitize=fuzzer at link time (fuzz/CMakeLists.txt).
+  target_compile_definitions(gossip_warnings INTERFACE GOSSIP_NO_VECTOR_CLONES)
+  target_compile_options(gossip_warnings INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+    -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wno-unknown-warning-option)
+  target_link_options(gossip_warnings INTERFACE -fsanitize=address,undefined)
+endif()
