@@ -72,6 +72,20 @@ void NodeEngine::closeLink(PeerId id, Round end) {
   }
 }
 
+void NodeEngine::breakLink(PeerId id, Round t) {
+  auto it = links_.find(id);
+  if (it == links_.end()) return;
+  Link& l = it->second;
+  // Rounds before t were mixed over the edge at this end; the peer closes its end at the same round. It
+  // may have mixed round t already (it had our frame): exactness across that edge is then lost by one
+  // round, which a peer sending undecodable payloads has forfeited anyway.
+  sendControl(id, FrameKind::EdgeClose, t, {});
+  l.end = std::min(l.end, t);
+  if (l.open) node_->algorithm().dropEdge({id, l.incarnation});
+  retire(id, l);
+  links_.erase(it);
+}
+
 void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   GOSSIP_CHECK(linked_, "setMembers needs linked mode");
   nowMs_ = nowMs;
@@ -95,6 +109,7 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   for (auto j : g.in[static_cast<std::size_t>(idx)]) want[g.nodes[j]] = member(g.nodes[j])->incarnation;
   sendTo_.clear();
   for (const auto& [j, inc] : want) sendTo_.push_back(j);
+  lastSent_.clear();  // a restarted neighbour starts its rounds again
   if (stateless_) return;  // no edge state, no handshake: frames of view neighbours are mixed
 
   auto& algo = node_->algorithm();
@@ -145,15 +160,27 @@ bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) c
 
 bool NodeEngine::roundReady(Round t) const {
   if (!linked_) return true;
-  std::size_t present = 0;
-  for (const auto& in : inbox_)
-    if (in.round == t) ++present;  // duplicates of a round were refused on arrival
-  if (stateless_) return present >= sendTo_.size();
+  if (stateless_) {
+    // Ready when every neighbour's frame for t is here or the neighbour's latest frame is for round t or
+    // a later one: its frame for t was then lost or refused as too far ahead, and waiting until the round
+    // deadline gains nothing. A node that fell far behind (restarted from an older checkpoint, or cut off)
+    // so runs its rounds at compute speed, mixing alone, until it is back within kMaxRoundsAhead of its
+    // neighbours; before, it waited a whole deadline per round and never caught up, and its neighbours,
+    // whose frames it refused, waited a deadline per round for its late ones: the whole cluster slowed to
+    // one round per deadline (seen in the docker chaos test after a restart).
+    // Counting distinct senders also keeps a replayed frame from standing in for another neighbour's.
+    return std::all_of(sendTo_.begin(), sendTo_.end(), [&](PeerId j) {
+      const auto s = lastSent_.find(j);
+      if (s != lastSent_.end() && s->second >= t) return true;  // its frame for t is here or will not come
+      return std::any_of(inbox_.begin(), inbox_.end(), [&](const Inbound& in) { return in.round == t && in.sender == j; });
+    });
+  }
   for (const auto& [j, l] : links_) {
     if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
     if (l.start == t && !l.open && !l.peerPublic) return false;
+    const PeerId peer = j;  // a named copy: clang before 16 cannot capture a structured binding
     const bool have = std::any_of(inbox_.begin(), inbox_.end(),
-                                  [&](const Inbound& in) { return in.round == t && in.sender == j; });
+                                  [&](const Inbound& in) { return in.round == t && in.sender == peer; });
     if (!have) return false;
   }
   return true;
@@ -277,6 +304,9 @@ bool NodeEngine::acceptLinkedModel(const FrameHeader& h, Round current) {
   const PeerId j = h.sender;
   if (stateless_) {
     if (!std::binary_search(sendTo_.begin(), sendTo_.end(), j)) return reject("not_neighbor"), false;
+    // The round of j's most recent frame, not the highest ever seen: a forged far-future frame then stops
+    // the waiting for j for at most the rounds until j's next real frame.
+    lastSent_[j] = h.round;
     if (h.round < current) return reject("late"), false;
     if (h.round > current + kMaxRoundsAhead) return reject("bad_round"), false;
     return true;

@@ -195,6 +195,9 @@ class NodeEngine {
     std::uint64_t lastSendMs = 0;
   };
   void linkedControl(const FrameHeader& h, const Bytes& payload);
+  // Ends the edge to `id` at round t (not mixed) at once: a replica edge whose peer sent a payload that
+  // passed its checksum but does not decode.
+  void breakLink(PeerId id, Round t);
   bool acceptLinkedModel(const FrameHeader& h, Round current);
   void capturePublic(Round t);
   void linkedBegin(Round t, FrameHeader h);
@@ -214,6 +217,10 @@ class NodeEngine {
   std::shared_ptr<const ViewGraph> vg_;
   topology::MixingRow row_;
   std::vector<PeerId> sendTo_;                 // out-neighbours (= neighbours for undirected graphs)
+  // Stateless linked mode: the round of each neighbour's most recent model frame (kept, late or refused as
+  // too far ahead). Model frames of one link arrive in order, so a neighbour past round t will not send t
+  // again: the round stops waiting for it (see roundReady).
+  std::map<PeerId, Round> lastSent_;
   std::map<PeerId, Incarnation> wanted_;       // replica methods: edges this view wants
   std::map<PeerId, std::uint64_t> linkSeq_;    // per-link sequence numbers of sent frames
   std::set<PeerId> stateFrom_;                 // peers asked for their model; the first State of one of them is taken

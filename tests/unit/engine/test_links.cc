@@ -250,3 +250,75 @@ TEST_CASE("the alive view's graph falls back instead of stopping when a generato
   // The same view gives the same graph (every holder must agree).
   CHECK(buildAliveGraph({0, 2, 3, 5, 9}, rr, nullptr).in == buildAliveGraph({0, 2, 3, 5, 9}, rr, nullptr).in);
 }
+
+TEST_CASE("a replica payload that passes its checksum but does not decode ends that edge, not the node") {
+  // Found by fuzz/target_engine.cc: node 0 died of one sealed model frame with an empty payload from its
+  // neighbour. Now the edge ends at both ends and the rest of the graph trains on.
+  for (const std::string algorithm : {"choco", "prox_lead"}) {
+    CAPTURE(algorithm);
+    Problem p(3, algorithm == "prox_lead" ? compress::CompressorSpec{.name = "lead", .bits = 2}
+                                          : compress::CompressorSpec{.name = "topk", .ratio = 0.5});
+    Net n(p, algorithm);
+    startLinked(n, 3);
+    Rng rng(5);
+    std::uint64_t now = 0;
+    runLinked(n, rng, 5, now);
+    REQUIRE(n.engines.at(0)->node().algorithm().edgeCount() == 2);
+    // A frame "from node 1" for round 5, sealed with valid checksums, whose payload is not a codec payload.
+    FrameHeader h;
+    h.kind = FrameKind::Model;
+    h.sender = 1;
+    h.round = 5;
+    Bytes payload(7, std::byte{0x5a});
+    sealPayload(h, payload);
+    Bytes header;
+    encodeFrameHeader(h, header);
+    n.net.deliver(1, 0, std::move(header), std::make_shared<const Bytes>(std::move(payload)), false);
+    runLinked(n, rng, 20, now);
+    const auto& victim = *n.engines.at(0);
+    CHECK(victim.stats().rejected.at("bad_payload") == 1);
+    const auto e0 = victim.node().algorithm().edges();
+    const auto e1 = n.engines.at(1)->node().algorithm().edges();
+    CHECK(std::none_of(e0.begin(), e0.end(), [](const algo::EdgeKey& k) { return k.id == 1; }));
+    CHECK(std::none_of(e1.begin(), e1.end(), [](const algo::EdgeKey& k) { return k.id == 0; }));
+    CHECK(n.engines.at(2)->node().algorithm().edgeCount() == 2);  // the rest of the graph is intact
+    for (auto& [id, e] : n.engines) CHECK(e->node().algorithm().x().allFinite());
+  }
+}
+
+TEST_CASE("a stateless round does not wait for a frame its neighbour has already gone past") {
+  // Node 0's 10th frame to node 1 is lost. Node 0 goes on (it has node 1's frame), so node 1 soon holds
+  // node 0's next frame: the lost one will not come (a link's frames arrive in order), and node 1 mixes that
+  // round without it at once instead of waiting for a deadline (this scheduler has none: a wait is a hang).
+  // The same happens to the frames a node refuses as too far ahead after it was stopped.
+  Problem p(3, {.name = "topk", .ratio = 0.5});
+  Net n(p, "deepsqueeze");
+  startLinked(n, 3);
+  int sent01 = 0;
+  n.net.setDropRule([&](PeerId from, PeerId to) { return from == 0 && to == 1 && ++sent01 == 10; });
+  Rng rng(3);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 30, now);
+  CHECK(sent01 >= 10);
+  CHECK(n.engines.at(1)->stats().messages_missing == 1);
+  CHECK(n.engines.at(0)->stats().messages_missing == 0);
+  CHECK(n.engines.at(2)->stats().messages_missing == 0);
+}
+
+TEST_CASE("a stateless node far behind its neighbours catches up without waiting for their refused frames") {
+  // Nodes 0 and 1 are at round 300 (node 2 restarted from an old checkpoint, say). Their frames are far
+  // too far ahead for node 2 to keep, and they wait for node 2's frame of round 300. Node 2 must run its
+  // rounds alone up to theirs: this scheduler has no deadline, so a wait for a refused frame is a hang.
+  Problem p(3, {.name = "topk", .ratio = 0.5});
+  Net n(p, "deepsqueeze");
+  for (PeerId i = 0; i < 3; ++i) n.add(i, 0, true);
+  for (auto& [id, e] : n.engines) e->setMembers(n.view(), id == 2 ? 0 : 300, 0);
+  Rng rng(5);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 330, now);
+  const auto& behind = n.engines.at(2)->stats();
+  CHECK(behind.messages_missing >= 2 * 298);  // rounds 0..297 at least were mixed alone
+  CHECK(behind.rejected.at("bad_round") >= 2);
+  for (PeerId i : {0u, 1u}) CHECK(n.engines.at(i)->stats().messages_missing == 0);  // they waited for it
+  for (auto& [id, e] : n.engines) CHECK(e->node().algorithm().x().allFinite());
+}
