@@ -28,7 +28,6 @@ using engine::SharedBytes;
 
 constexpr int kControl = 0;  // channel index of control frames
 constexpr int kModel = 1;    // channel index of model frames
-constexpr char kChannelByte[2] = {'c', 'm'};
 constexpr std::size_t kCopyBelow = 4096;  // smaller payloads are copied: cheaper than a zero-copy hook
 
 struct Out {
@@ -39,12 +38,17 @@ struct Out {
 struct Channel {
   zmq::socket_t socket;
   std::deque<Out> queue;
+  // ZmqOptions::link_bytes_per_second (model channel only): a token bucket. Tokens may go negative (a
+  // frame larger than the burst is sent whole and paid for afterwards); nothing is sent while in debt.
+  bool capped = false;
+  double tokens = 0;
+  std::chrono::steady_clock::time_point refilled{};
 };
 
 struct Link {
   Channel channel[2];  // kControl, kModel
   // Reads the control DEALER's socket monitor (a PAIR on an inproc address): a DISCONNECTED event tells
-  // that the TCP connection to the peer broke (RST, ZMTP heartbeat timeout), the daemon's hint to probe.
+  // that the TCP connection to the peer broke (RST, FIN, TCP keepalive timeout), the daemon's hint to probe.
   // Declared last so it closes after the socket it monitors.
   zmq::socket_t monitor;
 };
@@ -125,13 +129,16 @@ struct ZmqTransport::Impl {
   std::condition_variable inboxCv;
   std::deque<RawFrame> inbox;
   std::uint64_t inboxBytes = 0;
-  bool readPaused = false;  // the I/O thread stopped reading because the inbox is full
 
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
   std::string failure;  // written once by the I/O thread before `failed` is set
   std::atomic<std::uint64_t> framesSent{0}, bytesSent{0}, framesReceived{0}, bytesReceived{0}, malformed{0},
-      sendDropped{0};
+      sendDropped{0}, unlistedKey{0}, wrongKeyForSender{0}, inboxDropped{0};
+  // CurveZMQ only: the ZAP handler (a REP socket libzmq sends authentication requests to) and the key of
+  // the start-up self-test, whose refusal is expected and not counted.
+  zmq::socket_t zap;
+  std::string selfTestKey;
 
   std::map<PeerId, std::unique_ptr<Link>> links;  // I/O thread only
   std::atomic<std::uint64_t> monitorSerial{0};    // names the monitors' inproc addresses
@@ -149,21 +156,50 @@ struct ZmqTransport::Impl {
 
   void setCommon(zmq::socket_t& s) {
     s.set(zmq::sockopt::linger, 0);  // closing never waits for unsent frames: the engine's delivery layer retries
-    s.set(zmq::sockopt::heartbeat_ivl, opt.heartbeat_ivl_ms);  // ZMTP pings find dead TCP connections
-    s.set(zmq::sockopt::heartbeat_timeout, opt.heartbeat_timeout_ms);  // no traffic this long: drop, reconnect
-    s.set(zmq::sockopt::heartbeat_ttl, opt.heartbeat_timeout_ms);  // the remote side drops us as quickly
+    // No ZMTP heartbeats: libzmq 4.3.4 aborts the process when its heartbeat timer fires on a connection
+    // whose input it has stopped (stream_engine_base.cpp: timer_event calls out_event, which asserts
+    // !_io_error). Input stops when a message cannot be handed to the socket: a full pipe (hence rcvhwm 0
+    // below), or a pipe being torn down, which ROUTER_HANDOVER did to the old connection of a routing id
+    // that connected again (no fixed routing ids now, see connect()). Seen here as "Assertion failed: !_io_error (src/stream_engine_base.cpp:331)" in 1 of 8
+    // runs of tests/netns/netns_cut.sh, at shutdown after a cut and a merge; libzmq issue #4841 is the
+    // same race. With CurveZMQ the heartbeats also dropped connections at every timeout although traffic
+    // flowed (docs/security.md). TCP keepalives find dead connections instead (after about 10 s of
+    // silence); the failure detector (SWIM probes) depends on neither.
+    s.set(zmq::sockopt::tcp_keepalive, 1);
+    s.set(zmq::sockopt::tcp_keepalive_idle, opt.keepalive_idle_s);
+    s.set(zmq::sockopt::tcp_keepalive_intvl, 1);
+    s.set(zmq::sockopt::tcp_keepalive_cnt, 5);
     s.set(zmq::sockopt::handshake_ivl, opt.handshake_ivl_ms);  // a connection stuck in the handshake is closed
   }
 
   void bind(const std::string& listen) {
     setCommon(router);
+    if (opt.curve) {
+      // The handler must be bound before the first connection arrives; libzmq asks it at each handshake.
+      zap = zmq::socket_t(ctx, zmq::socket_type::rep);
+      zap.set(zmq::sockopt::linger, 0);
+      zap.bind("inproc://zeromq.zap.01");
+      router.set(zmq::sockopt::curve_server, true);
+      router.set(zmq::sockopt::curve_secretkey, opt.curve->cluster.secret_key);
+      router.set(zmq::sockopt::zap_domain, "gossipd");
+      // Without this libzmq lets every client in when no ZAP handler answers (DESIGN.md §10). Debian's
+      // libzmq 4.3.4 accepts the option but declares it only in its draft API: hence the number.
+      constexpr int kZapEnforceDomain = 93;  // ZMQ_ZAP_ENFORCE_DOMAIN
+      const int enforce = 1;
+      if (zmq_setsockopt(router.handle(), kZapEnforceDomain, &enforce, sizeof enforce) != 0)
+        throw IoError("zmq: cannot enforce the ZAP domain: " + std::string(zmq_strerror(zmq_errno())));
+    }
     // libzmq checks each part against this; the payload is the largest part a valid frame has.
     router.set(zmq::sockopt::maxmsgsize,
                static_cast<std::int64_t>(engine::kMaxPayloadBytes + engine::kFrameHeaderBytes));
-    // Few messages buffered per connection: when the inbox is full, back-pressure reaches the sender soon.
-    router.set(zmq::sockopt::rcvhwm, 16);
-    // A restarted peer reconnects with its old routing id before the dead connection times out: let it in.
-    router.set(zmq::sockopt::router_handover, true);
+    // No limit on libzmq's per-connection receive pipes: the I/O thread reads every message at once and
+    // drops it when the inbox is full (inbox_dropped). A limit would make libzmq stop reading a connection
+    // whose pipe is full, and libzmq 4.3.4 mishandles that state: with ZMTP heartbeats on (they are off
+    // now, see setCommon) it dropped the connection at the heartbeat timeout and aborted the whole process
+    // ("Assertion failed: !_io_error (src/stream_engine_base.cpp:331)", seen here twice in 20 runs of
+    // tests/integration/hostile_peer.sh after a SIGSTOP; libzmq PR #4830 traces the same sequence).
+    // Memory stays bounded by the inbox, since nothing waits in the pipes longer than one read.
+    router.set(zmq::sockopt::rcvhwm, 0);
     // ROUTER_MANDATORY is not set: it only changes how a ROUTER *sends*, and this ROUTER only receives.
     try {
       router.bind(listen);
@@ -182,9 +218,14 @@ struct ZmqTransport::Impl {
       s.set(zmq::sockopt::sndhwm, c == kModel ? 4 : 1000);
       s.set(zmq::sockopt::reconnect_ivl, opt.reconnect_ivl_ms);  // first retry soon after a peer restarts
       s.set(zmq::sockopt::reconnect_ivl_max, opt.reconnect_ivl_max_ms);  // then back off exponentially
-      char id[5] = {kChannelByte[c]};
-      std::memcpy(id + 1, &self, 4);  // little-endian host (core/bytes.h)
-      s.set(zmq::sockopt::routing_id, zmq::const_buffer(id, sizeof id));
+      if (opt.curve) setCurveClient(s, opt.curve->node);
+      // No routing id of our own: the peer's ROUTER gives each connection a fresh one. Fixed ids (channel
+      // byte + node id) were shared by two links to one endpoint (a seed link and, once the seed's id is
+      // known, the member link), and the ROUTER handed the id to whichever connected last: the two
+      // connections evicted each other at every reconnect, model frames on the evicted one were lost (a
+      // Prox-LEAD cluster stuck at round 1 in 1 of 10 netns_cut runs, 438 retransmits unanswered), and
+      // the torn-down connection is the state in which libzmq 4.3.4 aborts. Senders are named in each
+      // frame's header (and bound to their key with CurveZMQ), never by the routing id.
       if (c == kControl) {
         // Watched before it connects, so that no event is missed; the PAIR connects to the monitor's
         // inproc address, which zmq_socket_monitor has just bound.
@@ -196,6 +237,11 @@ struct ZmqTransport::Impl {
         link->monitor.connect(addr);
       }
       link->channel[c].socket = std::move(s);
+      if (c == kModel && opt.link_bytes_per_second > 0) {
+        link->channel[c].capped = true;
+        link->channel[c].tokens = static_cast<double>(opt.link_burst_bytes);
+        link->channel[c].refilled = std::chrono::steady_clock::now();
+      }
       try {
         link->channel[c].socket.connect(endpoint);
       } catch (const zmq::error_t& e) {
@@ -203,6 +249,83 @@ struct ZmqTransport::Impl {
       }
     }
     return link;
+  }
+
+  void setCurveClient(zmq::socket_t& s, const CurveKeyPair& own) {
+    s.set(zmq::sockopt::curve_serverkey, opt.curve->cluster.public_key);
+    s.set(zmq::sockopt::curve_publickey, own.public_key);
+    s.set(zmq::sockopt::curve_secretkey, own.secret_key);
+  }
+
+  // Answers one ZAP request (ZeroMQ RFC 27): frames version, request id, domain, address, routing id,
+  // mechanism, then the credentials (CURVE: the client's 32-byte public key). A listed key is accepted with
+  // its node id as the user id, which libzmq attaches to every message of that connection.
+  void answerZap() {
+    std::vector<zmq::message_t> req;
+    do {
+      req.emplace_back();
+      if (!zap.recv(req.back(), zmq::recv_flags::dontwait)) return;
+    } while (req.back().more());
+    const auto text = [&](std::size_t k) { return k < req.size() ? req[k].to_string() : std::string(); };
+    std::string status = "400", reasonText = "unlisted key", user;
+    if (req.size() >= 7 && text(5) == "CURVE" && req[6].size() == 32) {
+      const auto it = opt.curve->allowed.find(req[6].to_string());
+      if (it != opt.curve->allowed.end()) {
+        status = "200";
+        reasonText = "OK";
+        user = std::to_string(it->second);
+      } else if (req[6].to_string() != selfTestKey) {
+        unlistedKey.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else {
+      unlistedKey.fetch_add(1, std::memory_order_relaxed);
+      reasonText = "CURVE expected";
+    }
+    const std::string reply[] = {"1.0", text(1), status, reasonText, user, ""};
+    for (std::size_t k = 0; k < 6; ++k)
+      zap.send(zmq::buffer(reply[k]), k + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+
+  // With CurveZMQ: whether a received frame's header names the id its connection's key is listed under.
+  // Headers too short to name a sender pass on (the engine refuses them as "short").
+  bool senderMatchesKey(zmq::message_t& header) {
+    if (header.size() < 12) return true;
+    const char* user = zmq_msg_gets(header.handle(), "User-Id");
+    if (!user) return false;
+    std::uint32_t sender;
+    std::memcpy(&sender, header.data<std::byte>() + 8, 4);  // frame.h: sender id at offset 8, little-endian
+    return std::to_string(sender) == user;
+  }
+
+  // Connects a DEALER with a fresh, unlisted key to our own listening socket and waits for the handshake's
+  // verdict: it must be refused. Guards against a libzmq that lets clients in without asking the handler.
+  // `stranger`'s public key is in selfTestKey, set before the I/O thread started.
+  void selfTest(const std::string& endpoint, const CurveKeyPair& stranger) {
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    setCurveClient(s, stranger);
+    const std::string addr = "inproc://gossip-selftest-" + std::to_string(monitorSerial.fetch_add(1));
+    if (zmq_socket_monitor(s.handle(), addr.c_str(),
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+      throw IoError("zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
+    zmq::socket_t mon(ctx, zmq::socket_type::pair);
+    mon.set(zmq::sockopt::linger, 0);
+    mon.set(zmq::sockopt::rcvtimeo, 10000);
+    mon.connect(addr);
+    std::string target = endpoint;
+    if (const auto any = target.find("://0.0.0.0:"); any != std::string::npos) target.replace(any + 3, 7, "127.0.0.1");
+    s.connect(target);
+    zmq::message_t event, address;
+    if (!mon.recv(event, zmq::recv_flags::none))
+      throw IoError("CurveZMQ self-test: no handshake verdict from " + target + " within 10 s");
+    if (event.more()) (void)mon.recv(address, zmq::recv_flags::none);
+    std::uint16_t id;
+    std::memcpy(&id, event.data(), 2);
+    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+      throw IoError("CurveZMQ self-test: a connection with an unlisted key was accepted; refusing to run");
+    if (id != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+      throw IoError("CurveZMQ self-test: unexpected handshake event " + std::to_string(id));
   }
 
   void wake() {
@@ -222,16 +345,29 @@ struct ZmqTransport::Impl {
   bool inboxFull() const { return inbox.size() >= opt.inbox_max_frames || inboxBytes >= opt.inbox_max_bytes; }
 
   // Sends queued frames until the socket would block. Returns whether the queue is empty.
+  // Refills a capped channel's bucket; returns the milliseconds until it may send again (0: now).
+  std::int64_t refill(Channel& ch) {
+    const auto now = std::chrono::steady_clock::now();
+    const double rate = opt.link_bytes_per_second;
+    ch.tokens = std::min(static_cast<double>(opt.link_burst_bytes),
+                         ch.tokens + rate * std::chrono::duration<double>(now - ch.refilled).count());
+    ch.refilled = now;
+    return ch.tokens > 0 ? 0 : static_cast<std::int64_t>(-ch.tokens / rate * 1000.0) + 1;
+  }
+
   void flush(Channel& ch) {
     while (!ch.queue.empty()) {
+      if (ch.capped && refill(ch) > 0) return;  // the loop polls again when the bucket has tokens
       Out& o = ch.queue.front();
       zmq::message_t head(o.header.data(), o.header.size());
       if (!ch.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
       // The rest of a multipart message never blocks once its first part has been accepted.
       zmq::message_t body = payloadMessage(o.payload);
       ch.socket.send(body, zmq::send_flags::none);
+      const std::size_t bytes = o.header.size() + (o.payload ? o.payload->size() : 0);
       framesSent.fetch_add(1, std::memory_order_relaxed);
-      bytesSent.fetch_add(o.header.size() + (o.payload ? o.payload->size() : 0), std::memory_order_relaxed);
+      bytesSent.fetch_add(bytes, std::memory_order_relaxed);
+      if (ch.capped) ch.tokens -= static_cast<double>(bytes);
       ch.queue.pop_front();
     }
   }
@@ -252,6 +388,21 @@ struct ZmqTransport::Impl {
     if (n != 3) {
       malformed.fetch_add(1, std::memory_order_relaxed);
       return true;
+    }
+    if (opt.curve && !senderMatchesKey(part[1])) {
+      wrongKeyForSender.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    {
+      // Control frames (membership, acks, edge agreement) have room beyond the limit, so a flood of
+      // model frames cannot starve the failure detector into false suspicions.
+      std::lock_guard lock(inboxMutex);
+      const bool control = part[1].size() > 5 &&
+                           part[1].data<std::uint8_t>()[5] != static_cast<std::uint8_t>(engine::FrameKind::Model);
+      if (control ? inbox.size() >= 2 * opt.inbox_max_frames : inboxFull()) {
+        inboxDropped.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
     }
     const auto* h = part[1].data<std::byte>();
     const auto* p = part[2].data<std::byte>();
@@ -319,46 +470,52 @@ struct ZmqTransport::Impl {
   void loop() {
     std::vector<zmq_pollitem_t> items;
     std::vector<Channel*> writers;
+    std::vector<Channel*> throttled;
     std::vector<std::pair<PeerId, Link*>> monitors;
     std::deque<Command> batch;
     while (!stop.load()) {
-      bool reading;
-      {
-        std::lock_guard lock(inboxMutex);
-        readPaused = inboxFull();
-        reading = !readPaused;
-      }
       items.clear();
       writers.clear();
       monitors.clear();
       items.push_back({nullptr, wakeFd, ZMQ_POLLIN, 0});
-      items.push_back({router.handle(), 0, static_cast<short>(reading ? ZMQ_POLLIN : 0), 0});
+      items.push_back({router.handle(), 0, ZMQ_POLLIN, 0});
       for (auto& [id, link] : links) {
         items.push_back({link->monitor.handle(), 0, ZMQ_POLLIN, 0});
         monitors.emplace_back(id, link.get());
       }
+      const std::size_t zapItem = items.size();
+      if (opt.curve) items.push_back({zap.handle(), 0, ZMQ_POLLIN, 0});
       const std::size_t firstWriter = items.size();
+      std::int64_t timeoutMs = -1;  // until a throttled channel's bucket refills
+      throttled.clear();
       for (auto& [id, link] : links)
-        for (Channel& ch : link->channel)
-          if (!ch.queue.empty()) {
-            items.push_back({ch.socket.handle(), 0, ZMQ_POLLOUT, 0});
-            writers.push_back(&ch);
+        for (Channel& ch : link->channel) {
+          if (ch.queue.empty()) continue;
+          if (ch.capped) {
+            if (const auto wait = refill(ch); wait > 0) {
+              timeoutMs = timeoutMs < 0 ? wait : std::min(timeoutMs, wait);
+              throttled.push_back(&ch);
+              continue;
+            }
           }
+          items.push_back({ch.socket.handle(), 0, ZMQ_POLLOUT, 0});
+          writers.push_back(&ch);
+        }
       try {
-        zmq::poll(items.data(), items.size(), std::chrono::milliseconds{-1});
+        zmq::poll(items.data(), items.size(), std::chrono::milliseconds{timeoutMs});
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) continue;
         throw;
       }
       if (items[1].revents & ZMQ_POLLIN)
         for (int i = 0; i < 64 && readOne(); ++i) {  // a batch, then let the senders have a turn
-          std::lock_guard lock(inboxMutex);
-          if (inboxFull()) break;
         }
       for (std::size_t i = 0; i < monitors.size(); ++i)
         if (items[i + 2].revents & ZMQ_POLLIN) readMonitor(monitors[i].first, *monitors[i].second);
+      if (opt.curve && (items[zapItem].revents & ZMQ_POLLIN)) answerZap();
       for (std::size_t i = 0; i < writers.size(); ++i)
         if (items[firstWriter + i].revents & ZMQ_POLLOUT) flush(*writers[i]);
+      for (Channel* ch : throttled) flush(*ch);  // refilled meanwhile (flush checks again)
       if (items[0].revents & ZMQ_POLLIN) {
         std::uint64_t count;
         [[maybe_unused]] auto n = ::read(wakeFd, &count, sizeof count);
@@ -389,7 +546,24 @@ ZmqTransport::ZmqTransport(PeerId self, const std::string& listen, ZmqOptions op
   endpoint_ = impl_->router.get(zmq::sockopt::last_endpoint);
   impl_->wakeFd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (impl_->wakeFd < 0) throw IoError("eventfd: " + std::string(std::strerror(errno)));
+  // The self-test's key is recorded before the I/O thread (which answers its ZAP request) starts.
+  CurveKeyPair stranger;
+  if (impl_->opt.curve) {
+    stranger = generateKeyPair();
+    impl_->selfTestKey.assign(32, '\0');
+    zmq_z85_decode(reinterpret_cast<std::uint8_t*>(impl_->selfTestKey.data()), stranger.public_key.c_str());
+  }
   impl_->io = std::thread([impl = impl_.get()] { impl->run(); });
+  if (impl_->opt.curve) {
+    try {
+      impl_->selfTest(endpoint_, stranger);
+    } catch (...) {
+      impl_->stop.store(true);
+      impl_->wake();
+      impl_->io.join();
+      throw;
+    }
+  }
 }
 
 ZmqTransport::~ZmqTransport() {
@@ -415,19 +589,11 @@ void ZmqTransport::send(PeerId to, Bytes header, engine::SharedBytes payload) {
 }
 
 bool ZmqTransport::receive(engine::RawFrame& out) {
-  bool wake = false;
-  {
-    std::lock_guard lock(impl_->inboxMutex);
-    if (impl_->inbox.empty()) return false;
-    out = std::move(impl_->inbox.front());
-    impl_->inbox.pop_front();
-    impl_->inboxBytes -= out.payload->size();
-    if (impl_->readPaused && !impl_->inboxFull()) {
-      impl_->readPaused = false;
-      wake = true;
-    }
-  }
-  if (wake) impl_->wake();
+  std::lock_guard lock(impl_->inboxMutex);
+  if (impl_->inbox.empty()) return false;
+  out = std::move(impl_->inbox.front());
+  impl_->inbox.pop_front();
+  impl_->inboxBytes -= out.payload->size();
   return true;
 }
 
@@ -440,7 +606,8 @@ bool ZmqTransport::waitReadable(std::chrono::milliseconds timeout) {
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
   return {i.framesSent.load(), i.bytesSent.load(), i.framesReceived.load(), i.bytesReceived.load(),
-          i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load()};
+          i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load(), i.unlistedKey.load(),
+          i.wrongKeyForSender.load(), i.inboxDropped.load()};
 }
 
 }  // namespace gossip::peer

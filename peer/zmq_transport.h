@@ -9,9 +9,9 @@
 //    byte 5 = kind != Model) and one for model frames. A control frame therefore never queues behind a huge
 //    model frame, neither in our queues nor in a TCP stream: the two connections are separate TCP streams and
 //    the receiving ROUTER fair-queues them. Order is kept per (link, channel), not between the two channels
-//    (the engine's per-link sequence numbers see the difference). A DEALER's routing id is the channel byte
-//    ('c' or 'm', never 0: ids starting with 0 are reserved by libzmq) then our PeerId, little-endian, so the
-//    receiver could learn who connected; with ROUTER_HANDOVER a restarted peer takes its old id over.
+//    (the engine's per-link sequence numbers see the difference). DEALERs set no routing id: the ROUTER
+//    gives every connection its own (fixed ids let two links to one endpoint evict each other; see
+//    connect() in zmq_transport.cc). Who sent a frame is in its header.
 //  - Zero copy on send: the payload part is a zmq::message_t over the shared buffer's bytes whose free
 //    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
 //    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
@@ -22,7 +22,10 @@
 //    command is O(1) and never blocks), so the FIFO needs no priorities; frames then wait in per-peer,
 //    per-channel queues until their DEALER is writable (bounded: the oldest frame is dropped and counted).
 //    Received frames go to a mutex-protected inbox that receive() pops; while the inbox is over its limit
-//    the I/O thread stops reading the ROUTER, so a flooding peer meets RCVHWM and TCP back-pressure.
+//    the I/O thread still reads the ROUTER but drops model frames it reads (inbox_dropped; control
+//    frames have room for as many again, so a flood cannot starve the failure detector): never letting libzmq
+//    stop reading a connection avoids a libzmq 4.3.4 abort (see bind() in zmq_transport.cc). Replica
+//    methods resend what was dropped; stateless ones mix it as missing.
 //  - Disconnects: each control DEALER has a socket monitor (an inproc PAIR polled by the I/O thread); a
 //    DISCONNECTED event queues the peer for takeDisconnects(), which the daemon turns into an immediate
 //    membership probe (DESIGN.md: a ZeroMQ disconnect is a suspicion, never a death).
@@ -36,23 +39,34 @@
 #include <vector>
 
 #include "engine/transport.h"
+#include "peer/curve_keys.h"
 
 namespace gossip::peer {
 
 struct ZmqOptions {
-  int heartbeat_ivl_ms = 1000;
-  // libzmq cancels the heartbeat timeout only when a whole message has been decoded, so the timeout must
-  // exceed the transfer time of the largest frame on the slowest link (64 MB at 100 Mbit/s ~ 5 s).
-  int heartbeat_timeout_ms = 20000;
+  // TCP keepalive: probes start after this many idle seconds, 1 s apart, 5 unanswered drop the connection
+  // (ZMTP heartbeats are off: see setCommon in zmq_transport.cc).
+  int keepalive_idle_s = 5;
   int handshake_ivl_ms = 5000;
   int reconnect_ivl_ms = 100;
   int reconnect_ivl_max_ms = 5000;
   std::size_t max_queued_per_channel = 256;                       // per peer and channel, before dropping
-  std::size_t inbox_max_frames = 4096;                            // stop reading the socket beyond this...
+  std::size_t inbox_max_frames = 4096;                            // drop incoming frames beyond this...
   std::uint64_t inbox_max_bytes = std::uint64_t{1} << 30;         // ...or this many queued payload bytes
   // Large receive buffers (>= 1 MiB) kept for reuse once the engine releases them: about one per neighbour
   // avoids page-faulting a fresh buffer for every model frame; each idle one holds its capacity.
   std::size_t recycled_buffers = 8;
+  // CurveZMQ (docs/security.md): when set, the listening socket is a CURVE server with the cluster key,
+  // accepts only connections whose node key is listed (a ZAP handler on the I/O thread answers libzmq's
+  // requests; ZAP_ENFORCE_DOMAIN makes libzmq refuse everyone if no handler answered), and drops every
+  // frame whose header names another sender than the id its key is listed under. The constructor checks
+  // that an unlisted key is refused before it returns (IoError otherwise).
+  std::shared_ptr<const CurveKeys> curve;
+  // Bandwidth cap per outgoing link for experiments without network namespaces (config faults.link_mbit):
+  // a token bucket on each peer's model channel, 0 = none. Control frames (acks, probes, membership; about
+  // 1% of the bytes) are not capped, so a capped link never delays failure detection.
+  double link_bytes_per_second = 0;
+  std::size_t link_burst_bytes = 256 * 1024;
 };
 
 struct ZmqStats {
@@ -63,6 +77,9 @@ struct ZmqStats {
   std::uint64_t malformed_dropped = 0;  // incoming messages with a wrong number of parts
   std::uint64_t send_dropped = 0;       // unknown peer, queue overflow, or still queued when a peer was removed
   std::uint64_t disconnects = 0;        // control connections that broke (each one a probe hint)
+  std::uint64_t unlisted_key = 0;       // CurveZMQ: connections refused because their key is not listed
+  std::uint64_t wrong_key_for_sender = 0;  // CurveZMQ: frames naming another sender than their key's id
+  std::uint64_t inbox_dropped = 0;      // frames read while the inbox was full, dropped
 };
 
 class ZmqTransport final : public engine::Transport {
@@ -81,7 +98,7 @@ class ZmqTransport final : public engine::Transport {
   void addPeer(PeerId peer, const std::string& endpoint);
   // Forgets `peer`: its connections close at once and frames still queued for it are dropped.
   void removePeer(PeerId peer);
-  // Peers whose control connection broke (TCP reset or ZMTP heartbeat timeout) since the last call, each
+  // Peers whose control connection broke (TCP reset or close, or TCP keepalive timeout) since the last call, each
   // once. A hint for the failure detector to probe at once, never a verdict: libzmq reconnects by itself.
   std::vector<PeerId> takeDisconnects();
 

@@ -1,0 +1,121 @@
+// CurveZMQ in ZmqTransport (docs/security.md): keys from `gossipd keygen`'s files, the ZAP allow-list,
+// the start-up self-test, and a sender id bound to its key. Loopback only; every wait has a deadline.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/frame.h"
+#include "peer/curve_keys.h"
+#include "peer/zmq_transport.h"
+
+using namespace gossip;
+using engine::FrameKind;
+using engine::RawFrame;
+using peer::ZmqTransport;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kAny = "tcp://127.0.0.1:0";
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gossip-curve-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+Bytes header(PeerId sender, std::uint64_t seq) {
+  engine::FrameHeader h;
+  h.kind = FrameKind::Ack;
+  h.sender = sender;
+  h.seq = seq;
+  h.payload_bytes = 3;
+  Bytes out;
+  engine::encodeFrameHeader(h, out);
+  return out;
+}
+
+void waitFor(const std::function<bool()>& cond, const std::string& what) {
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (!cond()) {
+    if (Clock::now() > until) FAIL("timed out waiting for " << what);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling interval, bounded by the deadline
+  }
+}
+
+peer::ZmqOptions secure(const fs::path& dir, PeerId id) {
+  peer::ZmqOptions o;
+  o.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(dir, id));
+  return o;
+}
+
+const auto kPayload = std::make_shared<const Bytes>(Bytes(3, std::byte{7}));
+
+}  // namespace
+
+TEST_CASE("curve keys: keygen writes listed keys with private modes; loading checks what it reads") {
+  TempDir d;
+  CHECK(peer::writeClusterKeys(d.path, 3) == 3);
+  CHECK(peer::writeClusterKeys(d.path, 4) == 1);  // keys already there are kept
+  const auto k2 = peer::loadCurveKeys(d.path, 2);
+  CHECK(k2.allowed.size() == 4);
+  CHECK(k2.node.public_key.size() == 40);
+  CHECK((fs::status(d.path / "node-2.key").permissions() & fs::perms::others_read) == fs::perms::none);
+  CHECK((fs::status(d.path / "cluster.key").permissions() & fs::perms::group_read) == fs::perms::none);
+  // A node whose key is not listed under its id, a missing file, a broken allow-list: one message each.
+  fs::copy_file(d.path / "node-1.key", d.path / "node-9.key");
+  CHECK_THROWS_WITH_AS(peer::loadCurveKeys(d.path, 9), doctest::Contains("is not listed for node 9"), ConfigError);
+  CHECK_THROWS_WITH_AS(peer::loadCurveKeys(d.path / "nope", 0), doctest::Contains("cluster.key"), ConfigError);
+  std::ofstream(d.path / "allow.txt", std::ios::app) << "7 not-a-key\n";
+  CHECK_THROWS_WITH_AS(peer::loadCurveKeys(d.path, 0), doctest::Contains("allow.txt:"), ConfigError);
+}
+
+TEST_CASE("curve: listed keys exchange frames; an unlisted key is refused; a key cannot speak for another id") {
+  TempDir d;
+  peer::writeClusterKeys(d.path, 3);
+  ZmqTransport b(2, kAny, secure(d.path, 2));  // the constructor's self-test refused an unlisted key
+  CHECK(b.stats().unlisted_key == 0);          // ... and did not count it
+
+  SUBCASE("a listed key naming its own id gets through, with the frame intact") {
+    ZmqTransport a(1, kAny, secure(d.path, 1));
+    a.addPeer(2, b.endpoint());
+    a.send(2, header(1, 5), kPayload);
+    RawFrame f;
+    waitFor([&] { return b.receive(f); }, "node 1's frame at node 2");
+    CHECK(engine::decodeFrameHeader(f.header).seq == 5);
+    CHECK(*f.payload == *kPayload);
+  }
+  SUBCASE("a listed key naming another id is dropped and counted") {
+    ZmqTransport a(1, kAny, secure(d.path, 1));
+    a.addPeer(2, b.endpoint());
+    a.send(2, header(0, 1), kPayload);  // claims to be node 0
+    a.send(2, header(1, 2), kPayload);  // then honest
+    RawFrame f;
+    waitFor([&] { return b.receive(f); }, "the honest frame at node 2");
+    CHECK(engine::decodeFrameHeader(f.header).seq == 2);
+    CHECK(b.stats().wrong_key_for_sender == 1);
+    CHECK(!b.receive(f));
+  }
+  SUBCASE("a key nobody listed is refused at the handshake: nothing it sends arrives") {
+    TempDir other;
+    fs::copy_file(d.path / "cluster.key", other.path / "cluster.key");  // even with the cluster key
+    peer::writeClusterKeys(other.path, 2);                            // its own node-1 key, listed only there
+    ZmqTransport a(1, kAny, secure(other.path, 1));
+    a.addPeer(2, b.endpoint());
+    a.send(2, header(1, 1), kPayload);
+    waitFor([&] { return b.stats().unlisted_key >= 1; }, "node 2 to refuse the unlisted key");
+    RawFrame f;
+    CHECK(!b.receive(f));
+    CHECK(b.stats().frames_received == 0);
+  }
+}
