@@ -505,6 +505,38 @@ void Membership::tryJoin(MsClock::time_point now) {
   next_join_ = now + join_backoff_;
 }
 
+void Membership::knockWhenAlone(MsClock::time_point now) {
+  std::vector<std::pair<PeerId, std::string>> targets;
+  if (joined_ && liveCount() <= 1)
+    for (const auto& [id, e] : members_)
+      if (id != self_id_ && e.info.state == MemberState::Dead) targets.emplace_back(id, e.info.endpoint);
+  if (targets.empty()) {
+    next_knock_.reset();
+    return;
+  }
+  for (const auto& seed : seeds_) targets.emplace_back(kUnknownPeer, seed);
+  if (!next_knock_) next_knock_ = now;
+  if (now < *next_knock_) return;
+  const auto& [to, endpoint] = targets[knock_index_++ % targets.size()];
+  ++stats_.join_attempts;
+  sendMsg(to, endpoint, kJoin, Message{});
+  next_knock_ = now + opt_.probe_interval;
+}
+
+void Membership::recontactDead(MsClock::time_point now) {
+  if (opt_.recontact_interval.count() == 0 || (next_recontact_ && now < *next_recontact_)) return;
+  next_recontact_ = now + opt_.recontact_interval;
+  std::vector<PeerId> dead;
+  for (const auto& [id, e] : members_)
+    if (id != self_id_ && e.info.state == MemberState::Dead && !e.info.endpoint.empty()) dead.push_back(id);
+  if (dead.empty()) return;
+  // A truly crashed member costs one small message per interval; a partitioned one hears that it was
+  // declared dead (Dead is final here) and comes back as a new incarnation through its seeds.
+  const PeerId target = dead[rng_.below(dead.size())];
+  const PeerId verdict[] = {target};
+  sendPing(target, members_.at(target).info.endpoint, next_seq_++, verdict);
+}
+
 void Membership::tick(MsClock::time_point now) {
   const auto last = last_tick_;
   last_tick_ = now;
@@ -519,6 +551,7 @@ void Membership::tick(MsClock::time_point now) {
     next_probe_ = now;
   }
   tryJoin(now);
+  knockWhenAlone(now);
 
   const auto timeout = suspicionTimeout();
   for (auto& [id, e] : members_) {
@@ -542,6 +575,7 @@ void Membership::tick(MsClock::time_point now) {
     next_probe_ = next_probe_ && *next_probe_ + opt_.probe_interval > now ? *next_probe_ + opt_.probe_interval
                                                                             : now + opt_.probe_interval;
   }
+  recontactDead(now);
   std::erase_if(relays_, [&](const auto& kv) { return now >= kv.second.expires; });
 }
 

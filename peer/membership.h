@@ -42,6 +42,12 @@
 //  - Leave: self becomes Left, a Leave goes to up to indirect_probes+1 live members who mark it Left at once
 //    and gossip it on. The node then stops probing but, until the daemon stops it, answers pings with an Ack
 //    carrying its Left record, so a prober that has not heard of the leave yet does not suspect it.
+//  - Partition healing: SWIM never probes the dead, so a node cut off from everyone (its network was
+//    disconnected) declares all others dead while they declare it dead, and nothing would bring them
+//    together again. A joined node whose only live member is itself, but who holds members Dead (not
+//    Left), therefore sends a Join every probe_interval, round-robin to those members and its seeds. The
+//    answer of a member that holds it dead (a JoinReply, which carries that verdict) makes declaredDead()
+//    true and the daemon rejoins as a new incarnation; a member that is really dead answers nothing.
 //  - A transport hint (hintUnreachable) starts an extra probe at once: it can lead to suspicion, never
 //    straight to death.
 //  - Pause detection (Lifeguard's local health, simplified): if tick() is not called for more than two
@@ -103,6 +109,10 @@ struct MembershipOptions {
   std::size_t max_piggyback = 16;  // updates per message
   std::chrono::milliseconds join_retry_initial{200};
   std::chrono::milliseconds join_retry_max{5000};
+  // Every recontact_interval, ping one member we hold Dead (not Left) at its last endpoint, carrying that
+  // verdict: after a partition heals, each side learns the other declared it dead and rejoins as a new
+  // incarnation, so the halves merge again. Without it nobody ever speaks to a Dead member. 0: never.
+  std::chrono::milliseconds recontact_interval{2000};
 };
 
 struct MembershipEvent {
@@ -200,6 +210,8 @@ class Membership {
   void handleProbes(MsClock::time_point now);
   void nextProbe(MsClock::time_point now);
   void tryJoin(MsClock::time_point now);
+  void knockWhenAlone(MsClock::time_point now);
+  void recontactDead(MsClock::time_point now);
   std::vector<PeerId> randomLive(std::size_t k, PeerId exclude, bool alive_only);
 
   PeerId self_id_;
@@ -218,8 +230,11 @@ class Membership {
   std::optional<MsClock::time_point> last_tick_;
   std::optional<MsClock::time_point> next_probe_;
   std::optional<MsClock::time_point> next_join_;
+  std::optional<MsClock::time_point> next_recontact_;
   std::chrono::milliseconds join_backoff_{0};
   std::size_t join_index_ = 0;
+  std::optional<MsClock::time_point> next_knock_;  // partition healing (knockWhenAlone)
+  std::size_t knock_index_ = 0;
   bool got_list_ = false;
   bool joined_ = false;
   bool declared_dead_ = false;

@@ -301,6 +301,30 @@ TEST_CASE("membership: a short pause is refuted, a long one is death") {
   }
 }
 
+TEST_CASE("membership: a node cut off from everyone learns it was declared dead once the network heals") {
+  SimNet net(9);
+  net.addCluster(5);
+  REQUIRE(net.runUntil([&] { return net.converged(iota(1, 5)); }, 10s) <= 10s);
+  net.run(1s);
+  // Node 3's network is disconnected: both sides declare the other dead.
+  for (PeerId id : {1, 2, 4, 5}) {
+    net.blocked.insert({3, id});
+    net.blocked.insert({id, 3});
+  }
+  const ms timeout = net.at(1).suspicionTimeout();
+  net.run(timeout + 3s);
+  CHECK(net.at(3).alive() == std::vector<engine::Member>{{3, 0}});
+  for (PeerId id : {1, 2, 4, 5}) CHECK(net.infoAt(id, 3)->state == MemberState::Dead);
+  CHECK_FALSE(net.at(3).declaredDead());
+  // Reconnected: nobody probes the dead, so only node 3's knocking can bring the two sides together.
+  net.blocked.clear();
+  const ms took = net.runUntil([&] { return net.at(3).declaredDead(); }, 10s);
+  MESSAGE("reconnected node learned it was declared dead after " << took.count() << " ms");
+  CHECK(took <= 10s);
+  // The others never took it back as the old incarnation.
+  for (PeerId id : {1, 2, 4, 5}) CHECK(net.infoAt(id, 3)->state == MemberState::Dead);
+}
+
 TEST_CASE("membership: a restarted node replaces its old incarnation everywhere") {
   SimNet net(5);
   net.addCluster(8);
@@ -333,6 +357,43 @@ TEST_CASE("membership: a restarted node replaces its old incarnation everywhere"
   CHECK(net.converged(iota(1, 8)));
   CHECK_FALSE(net.at(4).declaredDead());
   for (PeerId id : iota(1, 8)) CHECK(net.infoAt(id, 4)->state == MemberState::Alive);
+}
+
+// A 4/4 partition long enough for each half to declare the other dead, then healed. Dead is final, so
+// the halves merge only if someone speaks to a Dead member again (recontact_interval) and the member told
+// it was declared dead rejoins as a new incarnation, as the daemon does (restart() below).
+static bool partitionHeals(MembershipOptions opt) {
+  SimNet net(11);
+  net.options = opt;
+  net.addCluster(8);
+  REQUIRE(net.runUntil([&] { return net.converged(iota(1, 8)); }, 10s) <= 10s);
+  for (PeerId a = 1; a <= 4; ++a)
+    for (PeerId b = 5; b <= 8; ++b) net.blocked.insert({a, b}), net.blocked.insert({b, a});
+  net.run(10s);
+  CHECK(net.infoAt(1, 8)->state == MemberState::Dead);
+  CHECK(net.infoAt(8, 1)->state == MemberState::Dead);
+  CHECK(net.converged(iota(1, 4)));
+  CHECK(net.converged(iota(5, 8)));
+  net.blocked.clear();
+  const auto restart = [&] {
+    for (PeerId id : iota(1, 8)) {
+      if (!net.at(id).declaredDead()) continue;
+      std::vector<std::string> seeds;
+      for (const auto& m : net.at(id).members())
+        if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seeds.push_back(m.endpoint);
+      net.add(id, seeds, net.nodes.at(id).incarnation + 1);
+    }
+  };
+  const ms took = net.runUntil([&] { restart(); return net.converged(iota(1, 8)); }, 60s);
+  MESSAGE("merged after " << took.count() << " ms (recontact every " << opt.recontact_interval.count() << " ms)");
+  return took <= 60s;
+}
+
+TEST_CASE("membership: halves that declared each other dead merge again after the partition heals") {
+  CHECK(partitionHeals(MembershipOptions{}));
+  MembershipOptions off;
+  off.recontact_interval = 0ms;
+  CHECK_FALSE(partitionHeals(off));  // the mechanism above is what merges them
 }
 
 TEST_CASE("membership: a graceful leave is Left everywhere at once, without suspicion") {
