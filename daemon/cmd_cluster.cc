@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "daemon/cli.h"
 #include "daemon/config.h"
+#include "daemon/http_address.h"
 
 namespace gossip::cmd {
 namespace {
@@ -34,7 +35,8 @@ extern "C" void onClusterSignal(int) { gInterrupted = 1; }
 constexpr const char* kClusterUsage =
     "usage: gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]\n"
     "  Starts N `gossipd run` nodes on this machine (loopback, ephemeral ports), node i with its data\n"
-    "  directory D/node-i (checkpoints, model.npy, status.json, log), and shows one progress line for\n"
+    "  directory D/node-i (checkpoints, model.npy, status.json, log, http_port: each node serves\n"
+    "  /metrics and /status on node.http's host with a port of its own), and shows one progress line for\n"
     "  all of them. Ctrl-C stops them cleanly (each writes a checkpoint and leaves). A second run on the\n"
     "  same D resumes every node from its newest checkpoint.\n"
     "  --nodes N      number of nodes, 1..1024 (sets cluster.nodes)\n"
@@ -191,6 +193,13 @@ int cluster(std::vector<std::string> argv) {
   all.push_back("cluster.nodes=" + std::to_string(*nodes));
   const daemon::Config config = daemon::loadConfig(configFile, all);
   if (bin.empty()) bin = fs::read_symlink("/proc/self/exe").string();
+  // Every local node serves HTTP on node.http's host with a port of its own (in <dir>/node-i/http_port):
+  // one fixed port for all of them could not work.
+  std::string http;
+  if (!config.node.http.empty()) {
+    const auto addr = daemon::parseHttpAddress(config.node.http);  // validated by loadConfig
+    http = (addr->ip.find(':') != std::string::npos ? "[" + addr->ip + "]" : addr->ip) + ":0";
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw ConfigError("--dir: cannot create '" + dir + "': " + ec.message());
@@ -210,11 +219,13 @@ int cluster(std::vector<std::string> argv) {
     fs::create_directories(c.dir);
     fs::remove(c.dir / "endpoint", ec);
     fs::remove(c.dir / "status.json", ec);
+    fs::remove(c.dir / "http_port", ec);
     std::vector<std::string> a{"run"};
     if (configFile) a.insert(a.end(), {"--config", *configFile});
     for (const auto& s : sets) a.insert(a.end(), {"--set", s});
     a.insert(a.end(), {"--set", "node.id=" + std::to_string(i), "--set", "node.data_dir=" + c.dir.string(), "--set",
-                       "node.listen=tcp://127.0.0.1:0", "--set", "cluster.nodes=" + std::to_string(*nodes)});
+                       "node.listen=tcp://127.0.0.1:0", "--set", "cluster.nodes=" + std::to_string(*nodes),
+                       "--set", "node.http=" + http});
     if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
     c.pid = spawn(bin, a, c.dir / "log");
   };

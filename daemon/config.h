@@ -54,6 +54,7 @@ inline constexpr std::uint32_t kMaxNodes = 65536;
 struct NodeConfig {
   PeerId id = 0;
   std::string listen = "tcp://127.0.0.1:0";  // ZeroMQ endpoint; port 0 = ephemeral
+  std::string advertise;                     // what other nodes connect to; "" = the bound endpoint
   std::string http = "127.0.0.1:0";          // host:port of the HTTP server; "" = no HTTP server
   std::string data_dir = "./gossipd-data";   // checkpoints and keys of this node
   std::uint64_t checkpoint_every = 100;      // run: rounds between checkpoints (0 = only at exit)
@@ -76,6 +77,7 @@ struct ClusterConfig {
   std::uint32_t probe_timeout_ms = 100;
   std::uint32_t indirect_probes = 3;
   std::uint32_t suspicion_mult = 4;
+  std::uint32_t recontact_interval_ms = 2000;  // run: ping one Dead member this often (partition heal); 0 off
   std::uint32_t start_timeout_ms = 60000;  // run: wait this long for cluster.nodes members before round 0
   std::uint32_t link_timeout_ms = 1000;    // run: an edge proposal unanswered this long is retried
 };
@@ -135,6 +137,7 @@ struct FaultEvent {
 
 struct FaultsConfig {
   double drop = 0.0;                  // per-message drop probability (stateless algorithms only)
+  double link_mbit = 0.0;             // run: token-bucket cap per outgoing link (model frames), 0 = none
   std::vector<FaultEvent> crash;
   std::vector<FaultEvent> join;
 };

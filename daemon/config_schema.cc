@@ -26,6 +26,7 @@ std::span<const std::string_view> choicesOf() {
 const KeySpec kSchema[] = {
     K(node, id),
     K(node, listen),
+    K(node, advertise),
     K(node, http),
     K(node, data_dir),
     K(node, checkpoint_every, Range::atLeast(0)),
@@ -45,6 +46,7 @@ const KeySpec kSchema[] = {
     K(cluster, probe_timeout_ms, Range::atLeast(1)),
     K(cluster, indirect_probes, Range::atLeast(0)),
     K(cluster, suspicion_mult, Range::atLeast(1)),
+    K(cluster, recontact_interval_ms, Range::atLeast(0)),
     K(cluster, start_timeout_ms, Range::atLeast(0)),
     K(cluster, link_timeout_ms, Range::atLeast(10)),
 
@@ -100,6 +102,7 @@ const KeySpec kSchema[] = {
     K(data, seed),
 
     K(faults, drop, Range::rightOpen(0, 1)),
+    K(faults, link_mbit, Range::atLeast(0)),
     K(faults, crash),
     K(faults, join),
 

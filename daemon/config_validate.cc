@@ -7,8 +7,10 @@
 #include <variant>
 
 #include "core/error.h"
+#include "daemon/advertise.h"
 #include "daemon/config.h"
 #include "daemon/config_schema.h"
+#include "daemon/http_address.h"
 
 namespace gossip::daemon {
 namespace {
@@ -67,9 +69,31 @@ void checkKeys(const Config& c, std::vector<std::string>& p) {
   for (const auto& key : detail::schema()) std::visit(KeyChecker{key, p}, detail::constSlot(key, c));
 }
 
+// Peers connect to the advertised endpoint, so it must name one host they can reach: a wildcard bind
+// without node.advertise would hand every member "tcp://0.0.0.0:7000" (docs/config.md).
+void checkAdvertise(const NodeConfig& n, std::vector<std::string>& p) {
+  const std::string& a = n.advertise;
+  if (a.empty()) {
+    if (bindsEveryInterface(n.listen))
+      p.push_back("node.advertise is required when node.listen binds every interface (got '" + n.listen +
+                  "'): set it to a name or address other nodes reach, e.g. the host or service name");
+    return;
+  }
+  const std::string full = a.starts_with("tcp://") ? a : "tcp://" + a + ":1";
+  const auto parts = splitTcpEndpoint(full);
+  if (!parts || (!a.starts_with("tcp://") && a.find_first_of(":/") != std::string::npos))
+    p.push_back("node.advertise must be a host name or tcp://host:port (got '" + a + "')");
+  else if (bindsEveryInterface(full) || parts->port == "0" || parts->port == "*")
+    p.push_back("node.advertise must name one reachable host and port, not a wildcard (got '" + a + "')");
+}
+
 void checkNode(const Config& c, std::vector<std::string>& p) {
   if (c.node.listen.empty()) p.push_back("node.listen must not be empty");
   if (c.node.data_dir.empty()) p.push_back("node.data_dir must not be empty");
+  checkAdvertise(c.node, p);
+  if (!c.node.http.empty() && !parseHttpAddress(c.node.http))
+    p.push_back("node.http must be HOST:PORT with HOST an IP address or localhost, or \"\" for no HTTP server (got '" +
+                c.node.http + "')");
   for (std::size_t i = 0; i < c.cluster.seeds.size(); ++i)
     if (c.cluster.seeds[i].empty()) p.push_back("cluster.seeds[" + std::to_string(i) + "] must not be empty");
   if (c.security.enable && c.security.keys_dir.empty())

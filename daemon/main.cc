@@ -13,6 +13,8 @@ int topo(std::vector<std::string> args);
 int sim(std::vector<std::string> args);
 int run(std::vector<std::string> args);
 int cluster(std::vector<std::string> args);
+int keygen(std::vector<std::string> args);
+int health(std::vector<std::string> args);
 }
 
 namespace {
@@ -27,8 +29,12 @@ constexpr const char* kUsage =
     "       one node of a cluster, over ZeroMQ (gossipd run --help)\n"
     "  cluster --nodes N [--config F] [--set section.key=value]... [--dir D]\n"
     "       N local nodes, supervised, one progress display (gossipd cluster --help)\n"
+    "  keygen --out DIR [--nodes N]\n"
+    "       CurveZMQ keys and the allow-list of a cluster (docs/security.md)\n"
     "  sim --config F [--set section.key=value]... [--out results.json]\n"
     "       N virtual nodes in one process (see docs/config.md for every key)\n"
+    "  health --dir D [--max-age-ms M]\n"
+    "       exit 0 when the node with data directory D is up (container health checks)\n"
     "  help   this text\n";
 
 }  // namespace
@@ -45,6 +51,8 @@ int main(int argc, char** argv) {
     if (command == "sim") return gossip::cmd::sim(std::move(rest));
     if (command == "run") return gossip::cmd::run(std::move(rest));
     if (command == "cluster") return gossip::cmd::cluster(std::move(rest));
+    if (command == "keygen") return gossip::cmd::keygen(std::move(rest));
+    if (command == "health") return gossip::cmd::health(std::move(rest));
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

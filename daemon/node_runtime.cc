@@ -7,7 +7,9 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include <fcntl.h>
@@ -17,6 +19,10 @@
 
 #include "core/error.h"
 #include "core/serial.h"
+#include "daemon/advertise.h"
+#include "daemon/http_address.h"
+#include "daemon/http_server.h"
+#include "daemon/metrics.h"
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
 #include "daemon/sim_setup.h"
@@ -48,11 +54,36 @@ void writeTextAtomic(const fs::path& path, const std::string& text, bool durable
   writeFileAtomic(path, std::as_bytes(std::span(text)), durable);
 }
 
+// Bytes on the wire by peer, for /metrics (the transport counts node totals only). Peers are the ids the
+// runtime set up as destinations (members), so a sender naming made-up ids cannot grow the maps; frames
+// to a seed whose id is not known yet, or from a sender that is not (yet) a member, count as "unknown".
+struct Traffic {
+  struct Link {
+    std::uint64_t sent = 0, received = 0;
+  };
+  std::map<PeerId, Link> byPeer;
+  Link unknown;
+  std::map<PeerId, std::uint64_t> lastHeardMs;  // members only
+  std::uint64_t modelFrames = 0, modelPayloadBytes = 0;  // model frames sent (for the compression ratio)
+};
+
+bool isKind(const Bytes& header, engine::FrameKind k) {
+  return header.size() > 5 && header[5] == std::byte{static_cast<std::uint8_t>(k)};
+}
+
 // The engine reads from this queue; membership frames never reach it.
 class EngineTransport final : public engine::Transport {
  public:
-  explicit EngineTransport(peer::ZmqTransport& z) : z_(z) {}
-  void send(PeerId to, Bytes header, engine::SharedBytes payload) override { z_.send(to, std::move(header), std::move(payload)); }
+  EngineTransport(peer::ZmqTransport& z, Traffic& traffic) : z_(z), traffic_(traffic) {}
+  void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
+    const std::uint64_t payloadBytes = payload ? payload->size() : 0;
+    traffic_.byPeer[to].sent += header.size() + payloadBytes;
+    if (isKind(header, engine::FrameKind::Model)) {
+      ++traffic_.modelFrames;
+      traffic_.modelPayloadBytes += payloadBytes;
+    }
+    z_.send(to, std::move(header), std::move(payload));
+  }
   bool receive(engine::RawFrame& out) override {
     if (q_.empty()) return false;
     out = std::move(q_.front());
@@ -63,6 +94,7 @@ class EngineTransport final : public engine::Transport {
 
  private:
   peer::ZmqTransport& z_;
+  Traffic& traffic_;
   std::deque<engine::RawFrame> q_;
 };
 
@@ -84,13 +116,15 @@ struct NodeRuntime::Impl {
   std::unique_ptr<SimProblem> problem;
   std::optional<training::Dataset> evalSet;
   std::unique_ptr<peer::ZmqTransport> zmq;
+  std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/advertise.h)
   std::unique_ptr<EngineTransport> etransport;
   std::unique_ptr<engine::NodeEngine> engine;
   std::unique_ptr<peer::Membership> membership;
   Clock::time_point t0 = Clock::now();
   std::map<PeerId, std::string> endpoints;  // transport destinations we set up
   std::map<std::string, PeerId> seedIds;
-  bool resumed = false;                     // loaded a checkpoint
+  bool resumed = false;                     // loaded a checkpoint (or rejoined: see rejoinAsNewIncarnation)
+  bool rejoined = false;                    // declared dead while running on, now a new incarnation
   Round resumeRound = 0;
   enum class Phase { Joining, Syncing, Training, Finishing } phase = Phase::Joining;
   std::string state = "joining";
@@ -98,30 +132,58 @@ struct NodeRuntime::Impl {
   std::uint64_t roundStarted = 0;
   double accuracy = -1;
   double lastLoss = 0;
-  std::uint64_t membershipBytes = 0, frameErrors = 0;
+  std::uint64_t membershipBytes = 0;
+  // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
+  std::map<std::string, std::uint64_t> membershipRejected;
   std::uint64_t nextStatus = 0, nextProgress = 0;
   Round lastCheckpoint = 0;
   std::uint64_t suspicions = 0, deaths = 0;
   std::vector<std::string> extraSeeds;  // members known before a rejoin
   std::uint64_t stateAskedAt = 0;
+  // Monitoring (docs/monitoring.md): /metrics and /status are rebuilt with status.json.
+  Traffic traffic;
+  Histogram roundDurations{std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets))};
+  Clock::time_point roundBeganAt{};
+  std::optional<std::uint64_t> lastCheckpointAt;  // ms, a checkpoint this process wrote
+  std::unique_ptr<HttpServer> http;
 
   explicit Impl(Config config) : c(std::move(config)), id(c.node.id), dir(c.node.data_dir) {
     // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
     std::error_code ec;
     fs::create_directories(dir / "checkpoints", ec);
     if (ec) throw ConfigError("node.data_dir: cannot create '" + (dir / "checkpoints").string() + "': " + ec.message());
-    zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen);
+    peer::ZmqOptions zo;
+    zo.link_bytes_per_second = c.faults.link_mbit * 1e6 / 8;
+    if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, id));
+    zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen, zo);
+    if (c.security.enable)
+      std::printf("node %u: CurveZMQ on, %zu keys listed; self-test: an unlisted key was refused\n", id,
+                  zo.curve->allowed.size());
+    advertised = advertisedEndpoint(c.node, zmq->endpoint());
     // Published at once: a launcher starts the other nodes with this address while we load our data
     // (their joins are retried with backoff until our membership runs).
-    writeTextAtomic(dir / "endpoint", zmq->endpoint() + "\n");
+    writeTextAtomic(dir / "endpoint", advertised + "\n");
+    // Bound now (a port in use fails before the data is loaded); serves once the pages exist, below.
+    if (!c.node.http.empty()) {
+      const auto addr = parseHttpAddress(c.node.http);
+      if (!addr) throw ConfigError("node.http: cannot parse '" + c.node.http + "' (expected HOST:PORT)");
+      http = std::make_unique<HttpServer>(*addr);
+    }
     readIncarnation();
     setupData();
-    etransport = std::make_unique<EngineTransport>(*zmq);
+    etransport = std::make_unique<EngineTransport>(*zmq, traffic);
     makeEngine();
     loadNewestCheckpoint();
     makeMembership();
-    std::printf("node %u: incarnation %llu listening on %s%s\n", id, static_cast<unsigned long long>(incarnation),
-                zmq->endpoint().c_str(), resumed ? (", resumed at round " + std::to_string(resumeRound)).c_str() : "");
+    if (http) {
+      writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
+      http->start();
+      writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
+    }
+    std::printf("node %u: incarnation %llu listening on %s%s%s%s\n", id, static_cast<unsigned long long>(incarnation),
+                zmq->endpoint().c_str(), advertised != zmq->endpoint() ? (" as " + advertised).c_str() : "",
+                http ? (", http " + http->url()).c_str() : "",
+                resumed ? (", resumed at round " + std::to_string(resumeRound)).c_str() : "");
     std::fflush(stdout);
   }
 
@@ -192,15 +254,16 @@ struct NodeRuntime::Impl {
     peer::MemberInfo self;
     self.id = id;
     self.incarnation = incarnation;
-    self.endpoint = zmq->endpoint();
+    self.endpoint = advertised;
     peer::MembershipOptions mo;
     mo.probe_interval = std::chrono::milliseconds(c.cluster.probe_interval_ms);
     mo.probe_timeout = std::chrono::milliseconds(c.cluster.probe_timeout_ms);
     mo.indirect_probes = c.cluster.indirect_probes;
     mo.suspicion_mult = c.cluster.suspicion_mult;
+    mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
     std::vector<std::string> seeds;
     for (const auto& s : c.cluster.seeds)
-      if (s != zmq->endpoint()) seeds.push_back(s);
+      if (s != zmq->endpoint() && s != advertised) seeds.push_back(s);  // a seed list may name this node
     for (const auto& s : extraSeeds)
       if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
     membership = std::make_unique<peer::Membership>(
@@ -228,7 +291,12 @@ struct NodeRuntime::Impl {
     Bytes header;
     engine::encodeFrameHeader(h, header);
     membershipBytes += header.size() + payload.size();
+    (to == peer::Membership::kUnknownPeer ? traffic.unknown : traffic.byPeer[to]).sent += header.size() + payload.size();
     zmq->send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
+  }
+
+  void forgetPeer(PeerId peer) {
+    if (endpoints.erase(peer)) zmq->removePeer(peer);
   }
 
   void ensurePeer(PeerId peer, const std::string& endpoint) {
@@ -246,8 +314,8 @@ struct NodeRuntime::Impl {
   void pumpIncoming(std::uint64_t now) {
     engine::RawFrame f;
     while (zmq->receive(f)) {
-      const bool isMembership = f.header.size() > 5 &&
-                                f.header[5] == std::byte{static_cast<std::uint8_t>(engine::FrameKind::Membership)};
+      countReceived(f, now);
+      const bool isMembership = isKind(f.header, engine::FrameKind::Membership);
       if (!isMembership) {
         etransport->push(std::move(f));
         continue;
@@ -257,10 +325,28 @@ struct NodeRuntime::Impl {
         if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
         engine::checkPayload(h, *f.payload);
         membership->receive(h.sender, *f.payload, Clock::time_point(std::chrono::milliseconds(now)));
+      } catch (const engine::FrameError& e) {
+        ++membershipRejected[e.reason];
       } catch (const DecodeError&) {
-        ++frameErrors;
+        ++membershipRejected["bad_membership"];
       }
     }
+  }
+
+  // Bytes by sender and when each member was last heard from: the sender a header names once its checksum
+  // holds, and only for members (the engine or the membership still judge the frame itself).
+  void countReceived(const engine::RawFrame& f, std::uint64_t now) {
+    const std::uint64_t bytes = f.header.size() + (f.payload ? f.payload->size() : 0);
+    try {
+      const PeerId from = engine::decodeFrameHeader(f.header).sender;
+      if (endpoints.count(from)) {
+        traffic.byPeer[from].received += bytes;
+        traffic.lastHeardMs[from] = now;
+        return;
+      }
+    } catch (const DecodeError&) {
+    }
+    traffic.unknown.received += bytes;
   }
 
   // Applies membership changes to the transport and the engine; logs each event once.
@@ -272,6 +358,12 @@ struct NodeRuntime::Impl {
       const char* what = e.kind == K::Joined ? "joined" : e.kind == K::Suspected ? "suspected" : e.kind == K::Refuted ? "alive again (refuted)" : e.kind == K::Died ? "declared dead" : "left";
       if (e.kind == K::Suspected) ++suspicions;
       if (e.kind == K::Died) ++deaths;
+      // Fresh connections for a member that died, left or came back as a new incarnation: a TCP
+      // connection that carried frames into a cut link keeps them in its retransmission backoff for tens
+      // of seconds after the link is back (netns_cut: every stateless round then waited a deadline for
+      // the frames stuck on it). A member we still talk to gets a new link at once (ensurePeer below, or
+      // when membership next sends to it).
+      if (e.kind == K::Died || e.kind == K::Left || (e.kind == K::Joined && e.incarnation > 0)) forgetPeer(e.id);
       // Wall-clock milliseconds on event lines: fault scripts measure detection times across processes.
       const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
@@ -332,8 +424,15 @@ struct NodeRuntime::Impl {
 
   void stepSyncing(std::uint64_t now) {
     if (auto r = engine->takeStateRound()) {
-      std::printf("node %u: state transfer done, continuing at round %llu\n", id, static_cast<unsigned long long>(*r));
-      return startTraining(std::max(*r, resumed ? resumeRound : Round{0}), now);
+      // A restarted or new node takes the neighbour's round with its model (DESIGN.md §4: linked nodes
+      // stay within a round of each other): its own, from a checkpoint, is behind. A node that was declared
+      // dead while it ran on (a cut link, a partition) keeps the lower of the two rounds: the side that was
+      // cut off trains alone, faster, and whoever took its round would wait for neighbours far behind
+      // (tests/netns/netns_cut.sh: node 0 rejoined with the cut-off node's round 107400 while its other
+      // neighbours were at 9909, and stopped). The cut-off node itself rejoins too and so comes back down.
+      const Round next = rejoined ? std::min(*r, resumeRound) : *r;
+      std::printf("node %u: state transfer done, continuing at round %llu\n", id, static_cast<unsigned long long>(next));
+      return startTraining(next, now);
     }
     if (now > stateAskedAt + 500) {
       // The neighbour may not know us yet (our join is still spreading): ask again, maybe another one.
@@ -356,6 +455,7 @@ struct NodeRuntime::Impl {
       if (!e.readyToBegin(t, now, t == 0 && !lateStarter())) return true;
       e.beginRound(t);
       roundStarted = now;
+      roundBeganAt = Clock::now();
       progressed = true;
       return true;
     }
@@ -363,6 +463,7 @@ struct NodeRuntime::Impl {
     const bool deadline = e.stateless() && now >= roundStarted + c.algorithm.round_timeout_ms;
     if (!e.roundReady(t) && !deadline) return true;
     e.endRound(t);
+    roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
     afterRound(t + 1);
     progressed = true;
@@ -389,6 +490,7 @@ struct NodeRuntime::Impl {
     engine->node().save(w);
     engine::writeCheckpoint(dir / "checkpoints" / ("ckpt-" + std::to_string(next) + ".gsc"), body);
     lastCheckpoint = next;
+    lastCheckpointAt = msSince(t0);
     // Keep the newest node.keep_checkpoints.
     std::vector<std::pair<Round, fs::path>> all;
     for (const auto& f : fs::directory_iterator(dir / "checkpoints"))
@@ -404,14 +506,32 @@ struct NodeRuntime::Impl {
     writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), meta);
   }
 
+  // Every frame refused anywhere in this node, by reason: the engine's (header, protocol and payload
+  // checks), membership frames refused here, and messages the transport dropped for a wrong number of
+  // parts ("malformed_message"). Returns the map and its total.
+  std::pair<std::map<std::string, std::uint64_t>, std::uint64_t> rejectedByReason() const {
+    auto all = engine->stats().rejected;
+    for (const auto& [reason, n] : membershipRejected) all[reason] += n;
+    const auto z = zmq->stats();
+    if (z.malformed_dropped) all["malformed_message"] += z.malformed_dropped;
+    if (z.unlisted_key) all["unlisted_key"] += z.unlisted_key;  // connections, not frames
+    if (z.wrong_key_for_sender) all["wrong_key_for_sender"] += z.wrong_key_for_sender;
+    if (z.inbox_dropped) all["inbox_full"] += z.inbox_dropped;
+    std::uint64_t total = 0;
+    for (const auto& [reason, n] : all) total += n;
+    return {std::move(all), total};
+  }
+
   void writeStatus(std::uint64_t now, bool force) {
     if (!force && now < nextStatus) return;
     nextStatus = now + c.monitor.status_every_ms;
     const auto& st = engine->stats();
+    const auto rejected = rejectedByReason();
     nlohmann::json j{{"id", id},
                      {"incarnation", incarnation},
                      {"state", state},
-                     {"endpoint", zmq->endpoint()},
+                     {"endpoint", advertised},
+                     {"listen", zmq->endpoint()},
                      {"round", engine->nextRound()},
                      {"rounds", c.algorithm.rounds},
                      {"loss", lastLoss},
@@ -427,13 +547,69 @@ struct NodeRuntime::Impl {
                      {"states_sent", st.states_sent},
                      {"states_received", st.states_received},
                      {"compute_seconds", static_cast<double>(st.compute_ns) * 1e-9},
-                     {"rejected", st.rejectedTotal() + frameErrors},
+                     {"rejected", rejected.second},
+                     {"rejected_by_reason", rejected.first},
                      {"disconnects", zmq->stats().disconnects},
                      {"suspicions", suspicions},
                      {"deaths", deaths},
                      {"last_checkpoint", lastCheckpoint},
                      {"seconds", static_cast<double>(now) / 1000.0}};
-    writeTextAtomic(dir / "status.json", j.dump() + "\n", /*durable=*/false);  // rewritten every tick
+    std::string text = j.dump() + "\n";
+    writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
+    if (http) {
+      http->publish("/status", "application/json", std::move(text));
+      http->publish("/metrics", "text/plain; version=0.0.4; charset=utf-8", renderMetrics(metrics(now, rejected.first)));
+    }
+  }
+
+  NodeMetrics metrics(std::uint64_t now, const std::map<std::string, std::uint64_t>& rejected) const {
+    const auto& st = engine->stats();
+    const auto z = zmq->stats();
+    NodeMetrics m;
+    m.id = id;
+    m.incarnation = incarnation;
+    m.state = state;
+    m.endpoint = advertised;
+    m.round = engine->nextRound();
+    m.rounds_configured = c.algorithm.rounds;
+    m.train_loss = lastLoss;
+    if (accuracy >= 0) m.test_accuracy = accuracy;
+    m.alive_members = membership->alive().size();
+    m.neighbors = engine->links().size();
+    for (const auto& [peer, l] : traffic.byPeer)
+      if (peer < kSeedIdBase) m.links.push_back({std::to_string(peer), l.sent, l.received});
+    Traffic::Link unknown = traffic.unknown;  // seed pseudo ids: not a node id
+    for (const auto& [peer, l] : traffic.byPeer)
+      if (peer >= kSeedIdBase) unknown.sent += l.sent, unknown.received += l.received;
+    if (unknown.sent || unknown.received) m.links.push_back({"unknown", unknown.sent, unknown.received});
+    const auto dim = static_cast<double>(engine->node().algorithm().x().size());
+    if (traffic.modelPayloadBytes)
+      m.compression_ratio = static_cast<double>(traffic.modelFrames) * dim * 4.0 / static_cast<double>(traffic.modelPayloadBytes);
+    m.model_bytes_sent = st.model_bytes_sent;
+    m.retransmitted = st.retransmitted;
+    m.messages_missing = st.messages_missing;
+    m.rejected_by_reason = rejected;
+    m.suspicions = suspicions;
+    m.deaths = deaths;
+    m.disconnects = z.disconnects;
+    m.state_transfers_sent = st.states_sent;
+    m.state_transfers_received = st.states_received;
+    for (const auto& mem : membership->members()) {
+      if (mem.id == id) continue;
+      MemberSample p;
+      p.peer = std::to_string(mem.id);
+      p.up = mem.state == peer::MemberState::Alive || mem.state == peer::MemberState::Suspect;
+      p.suspect = mem.state == peer::MemberState::Suspect;
+      if (auto it = traffic.lastHeardMs.find(mem.id); it != traffic.lastHeardMs.end())
+        p.last_heard_seconds = static_cast<double>(now - std::min(now, it->second)) / 1000.0;
+      m.members.push_back(std::move(p));
+    }
+    m.round_duration = &roundDurations;
+    m.compute_seconds = static_cast<double>(st.compute_ns) * 1e-9;
+    if (lastCheckpointAt) m.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *lastCheckpointAt)) / 1000.0;
+    m.last_checkpoint_round = lastCheckpoint;
+    m.uptime_seconds = static_cast<double>(now) / 1000.0;
+    return m;
   }
 
   // Rejected frames: counted always, logged at most once per peer per minute (a hostile or broken peer
@@ -482,18 +658,21 @@ struct NodeRuntime::Impl {
     const Round next = engine->inRound() ? engine->mixingRound() : engine->nextRound();
     writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
     incarnation += 1;
-    // Rejoin through everyone we knew alive, not only the configured seeds (the first node has none).
+    // Rejoin through everyone we knew, not only the configured seeds (the first node has none): alive
+    // members, and those we declared dead ourselves while our network was cut (they may be back).
     for (const auto& m : membership->members())
-      if (m.id != id && (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect))
-        extraSeeds.push_back(m.endpoint);
+      if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
+    // New connections to everyone (see onMembership): ours may be stuck behind a link that was cut.
+    while (!endpoints.empty()) forgetPeer(endpoints.begin()->first);
     engine.reset();
     rejectedLogged.clear();  // the new engine counts from zero
-    etransport = std::make_unique<EngineTransport>(*zmq);
+    etransport = std::make_unique<EngineTransport>(*zmq, traffic);
     makeEngine();
     ByteReader r(saved, "node state");
     engine->node().load(r);
     engine->dropAllEdges();
     resumed = true;
+    rejoined = true;
     resumeRound = next;
     makeMembership();
     phase = Phase::Joining;
@@ -509,7 +688,7 @@ struct NodeRuntime::Impl {
       const std::uint64_t now = msSince(t0);
       const auto tp = Clock::time_point(std::chrono::milliseconds(now));
       pumpIncoming(now);
-      // A broken connection (the peer's process died, or its host stopped answering ZMTP heartbeats) is a
+      // A broken connection (the peer's process died, or its host stopped answering TCP keepalives) is a
       // reason to probe it now, not to wait for its turn in the probe round: a suspicion, never a death.
       for (PeerId p : zmq->takeDisconnects()) membership->hintUnreachable(p, tp);
       membership->tick(tp);

@@ -124,5 +124,14 @@ else
   fail=$((fail + 1)); echo "FAIL separable data:"; sed 's/^/  | /' "$TMP/err"
 fi
 
+# Security: keygen's flags, and a node whose keys are missing or not listed.
+expect "keygen no out" "^gossipd keygen: --out DIR is required" -- keygen --nodes 3
+expect "keygen bad count" "^gossipd keygen: --nodes must be in" -- keygen --out "$TMP/keys" --nodes 0
+expect "keys dir missing" "cannot read $TMP/nokeys/cluster.key" -- run --set data.format=synthetic --set security.enable=true --set "security.keys_dir=$TMP/nokeys" --set "node.data_dir=$TMP/sec"
+"$GOSSIPD" keygen --out "$TMP/keys" --nodes 2 >/dev/null
+expect "node key missing" "node-5.key" -- run --set data.format=synthetic --set security.enable=true --set "security.keys_dir=$TMP/keys" --set node.id=5 --set "node.data_dir=$TMP/sec"
+cp "$TMP/keys/node-1.key" "$TMP/keys/node-4.key"
+expect "key not listed" "is not listed for node 4" -- run --set data.format=synthetic --set security.enable=true --set "security.keys_dir=$TMP/keys" --set node.id=4 --set "node.data_dir=$TMP/sec"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -63,3 +63,44 @@ wait_exit() {
   wait "${NODE_PID[$id]}" || rc=$?
   [ "$rc" = 0 ] || fail "node $id exited with code $rc"
 }
+
+# wait_for_quiet DEADLINE_S COMMAND...: like wait_for, but returns 1 instead of failing (the caller says
+# what was wrong).
+wait_for_quiet() {
+  local limit=$1; shift
+  local end=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $end ] || return 1; sleep 0.05; done
+}
+
+# reasons ID: node ID's rejected_by_reason from status.json as "reason=count ..." (sorted); checks that
+# `rejected` is their sum.
+reasons() {
+  /usr/bin/python3 - "$WORK/node-$1/status.json" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = j["rejected_by_reason"]
+assert sum(r.values()) == j["rejected"], "rejected is not the sum of rejected_by_reason"
+print(" ".join("%s=%d" % kv for kv in sorted(r.items())))
+EOF
+}
+
+# delta_is ID "BEFORE" "EXPECTED": node ID's counts grew by exactly EXPECTED ("reason=n ...") since
+# BEFORE (an earlier `reasons ID`), nothing else. "a|b=n" means reasons a and b grew by n together (a
+# replay is a duplicate if it arrives before its round is mixed and late after: both are right).
+# "a=+" means a grew by any amount above 0, "a>=n" by n or more.
+delta_is() {
+  /usr/bin/python3 - "$2" "$3" "$(reasons "$1")" <<'EOF'
+import sys
+parse = lambda s: dict(x.replace(">=", "=>").split("=") for x in s.split())
+before, want, now = (parse(a) for a in sys.argv[1:4])
+got = {k: int(now[k]) - int(before.get(k, 0)) for k in now if now[k] != before.get(k, "0")}
+for group, n in want.items():
+    total = sum(got.pop(k, 0) for k in group.split("|"))
+    if n == "+": ok = total > 0
+    elif n.startswith(">"): ok = total >= int(n[1:])
+    else: ok = total == int(n)
+    if not ok:
+        sys.exit(1)
+sys.exit(0 if not got else 1)
+EOF
+}

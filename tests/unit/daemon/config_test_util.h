@@ -68,6 +68,7 @@ inline constexpr const char* kFullFile = R"(
 [node]
 id = 3
 listen = "tcp://10.0.0.3:7000"
+advertise = "tcp://node-3.example:7000"
 http = "0.0.0.0:8080"
 data_dir = "/var/lib/gossipd"
 

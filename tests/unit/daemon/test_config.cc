@@ -59,6 +59,7 @@ TEST_CASE("a full file sets every section's fields") {
   const Config c = loadConfig(f.arg(), {});
   CHECK(c.node.id == 3);
   CHECK(c.node.listen == "tcp://10.0.0.3:7000");
+  CHECK(c.node.advertise == "tcp://node-3.example:7000");
   CHECK(c.node.http == "0.0.0.0:8080");
   CHECK(c.node.data_dir == "/var/lib/gossipd");
   CHECK(c.cluster.nodes == 16);
