@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The 8-node ring file deployed unchanged with `docker stack deploy` on a single-node swarm (made by the test
+# when the engine is not in a swarm yet, and left again afterwards): it trains, and survives
+# `docker service scale` of one node to 0 (seen as a leave or a death) and back to 1 (the new task resumes from the
+# checkpoint on the node's volume and rejoins).
+#   tests/docker/swarm.sh [FILE]
+source "$(dirname "$0")/lib.sh"
+FILE=${1:-docker/ring8.yaml}
+export GOSSIPD_ROUNDS=100000000   # trains until the stack is removed
+export GOSSIPD_HTTP_PORT=$(free_port)
+STACK=gossipd-swarm-$$
+need_image
+
+if [ "$(docker info -f '{{.Swarm.LocalNodeState}}')" != active ]; then
+  log "initialising a single-node swarm on 127.0.0.1"
+  docker swarm init --advertise-addr 127.0.0.1 >/dev/null
+  CLEANUPS+=("docker swarm leave --force")
+fi
+N=$(grep -c '^  node-[0-9]*:$' "$ROOT/$FILE")
+remove_stack() {
+  docker stack rm "$STACK"
+  local end=$((SECONDS + 60))
+  while [ -n "$(docker ps -aq --filter label=com.docker.stack.namespace=$STACK)" ] && [ $SECONDS -lt $end ]; do sleep 1; done
+  docker network rm "${STACK}_gossip" 2>/dev/null || true
+  docker volume ls -q --filter label=com.docker.stack.namespace=$STACK | xargs -r docker volume rm
+}
+CLEANUPS+=("remove_stack")
+dump_logs() {
+  echo "--- stack $STACK ---"
+  docker stack ps --no-trunc "$STACK" 2>&1 | head -30
+  for ((i = 0; i < N; i++)); do
+    local c; c=$(task $i) || continue
+    [ -n "$c" ] && { echo "== node-$i"; docker logs --tail 8 "$c" 2>&1; }
+  done
+}
+# The running container of service node-I.
+task() { docker ps -q --filter "label=com.docker.swarm.service.name=${STACK}_node-$1" | sed -n 1p; }
+has_task() { [ -n "$(task "$1")" ]; }
+no_task() { [ -z "$(task "$1")" ]; }
+
+log "docker stack deploy -c $FILE $STACK"
+docker stack deploy -c "$ROOT/$FILE" "$STACK" >/dev/null 2>&1 || { docker stack deploy -c "$ROOT/$FILE" "$STACK"; fail "stack deploy failed"; }
+for ((i = 0; i < N; i++)); do
+  wait_for 180 "service node-$i to run a task" has_task $i
+  wait_for 180 "node-$i to be healthy" healthy "$(task $i)"
+done
+C0=$(task 0)
+# A function, so that wait_for reads the status on every poll (an argument would be expanded once).
+alive_is() { [ "$(status_field "$1" alive)" = "$2" ]; }
+wait_for 120 "node-0 to see all $N members alive" alive_is "$C0" "$N"
+for ((i = 0; i < N; i++)); do wait_for 180 "node-$i to pass round 500" round_at_least "$(task $i)" 500; done
+log "all $N services train ($(status_field "$C0" neighbors) neighbours at node-0, round $(round_of "$C0"))"
+
+S=3
+docker service scale -d "${STACK}_node-$S=0" >/dev/null
+# Swarm stops the task with SIGTERM (a leave), but may detach it from the overlay network first, so that
+# its leave announcement is lost and the others detect a death: either way node-0 must see it go.
+gone() { logs_have "$C0" "member $S (incarnation 0) left" || logs_have "$C0" "member $S (incarnation 0) declared dead"; }
+wait_for 60 "node-0 to see node-$S leave or die after scaling it to 0" gone
+how=$(logs_have "$C0" "member $S (incarnation 0) left" && echo "a graceful leave" || echo "a death (the leave was lost)")
+wait_for 60 "node-$S's task to be gone" no_task $S
+r=$(round_of "$C0") || fail "cannot read node-0's round"
+wait_for 60 "node-0 to keep training with node-$S at 0 replicas" round_at_least "$C0" $((r + 200))
+log "scaled node-$S to 0: node-0 saw $how; the others train on"
+
+docker service scale -d "${STACK}_node-$S=1" >/dev/null
+wait_for 120 "node-$S to run a task again" has_task $S
+CS=$(task $S)
+wait_for 90 "node-$S to resume from its volume's checkpoint" logs_have "$CS" "incarnation 1 listening.*resumed at round"
+wait_for 60 "node-0 to see node-$S join as incarnation 1" logs_have "$C0" "member $S (incarnation 1) joined"
+r=$(round_of "$CS") || fail "cannot read node-$S's round"
+wait_for 60 "node-$S to train after scaling back" round_at_least "$CS" $((r + 200))
+wait_for 60 "node-0 to see all $N members alive again" alive_is "$C0" "$N"
+read -r first last < <(accuracy_first_last "$C0") || fail "node-0 printed no accuracy"
+$PY -c 'import sys; sys.exit(0 if float(sys.argv[2]) > float(sys.argv[1]) else 1)' "$first" "$last" ||
+  fail "node-0's accuracy did not rise: $first% -> $last%"
+echo "ok: swarm: $FILE deployed unchanged, trained (node-0 accuracy $first% -> $last%), survived scaling node-$S to 0 and back"
