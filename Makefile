@@ -12,9 +12,9 @@ GOSSIPD := $(BUILD)/daemon/gossipd
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config zlib1g-dev \
   libzmq3-dev cppzmq-dev libeigen3-dev libboost-dev libspdlog-dev doctest-dev \
   libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev dataset-fashion-mnist \
-  python3 python3-numpy python3-matplotlib
+  python3 python3-numpy python3-matplotlib python3-zmq curl prometheus iproute2
 
-.PHONY: all deps build build-asan build-tsan build-fuzz fuzz test test-asan demo bench clean
+.PHONY: all deps build build-asan build-tsan build-fuzz fuzz test test-asan demo bench clean docker-base docker-image docker-test
 
 all: build
 
@@ -53,11 +53,14 @@ fuzz: build-fuzz
 	./scripts/fuzz_run.sh $(FUZZ_SECONDS)
 
 # Unit and integration tests in the release build, then the unit tests again under ASan+UBSan, then the
-# engine, transport and membership tests under ThreadSanitizer.
-test: build build-asan build-tsan
+# engine, transport and membership tests under ThreadSanitizer, then every fuzz target for a short smoke
+# run (FUZZ_SMOKE_SECONDS each, from the committed corpus and regressions).
+FUZZ_SMOKE_SECONDS ?= 15
+test: build build-asan build-tsan build-fuzz
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 	set -e; for t in $(TSAN_TESTS); do echo "== TSan: $$t"; TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_BUILD)/tests/$$t; done
+	./scripts/fuzz_run.sh $(FUZZ_SMOKE_SECONDS)
 
 demo: build
 	./scripts/demo.sh $(GOSSIPD)
@@ -65,6 +68,18 @@ demo: build
 bench: build
 	mkdir -p bench/results
 	$(BUILD)/bench/bench_compressors --out bench/results/compressors.json
+
+# Docker (docker/README.md): the base image when it cannot be pulled, the gossipd image, and the tests on
+# real containers (compose clusters, chaos, swarm; tens of minutes, not part of `make test`).
+DOCKER_IMAGE ?= gossipd:latest
+docker-base:
+	./scripts/docker_base_image.sh
+
+docker-image: docker-base
+	nice docker build -f docker/Dockerfile -t $(DOCKER_IMAGE) .
+
+docker-test: docker-image
+	GOSSIPD_IMAGE=$(DOCKER_IMAGE) ./tests/docker/run_all.sh
 
 clean:
 	rm -rf build

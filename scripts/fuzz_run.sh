@@ -21,14 +21,15 @@ for t in frame codecs engine checkpoint config; do
   "$bin" -max_total_time="$SECONDS_EACH" -print_final_stats=1 -artifact_prefix="build/fuzz/crashes/$t-" \
     -rss_limit_mb=2048 -timeout=10 "$work" "fuzz/corpus/$t" "fuzz/regressions/$t" >"$log" 2>&1 || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  secs=$(sed -n 's/^stat::total_time_in_seconds: *//p' "$log" | tail -1 || true)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
   if [ "$rc" != 0 ]; then
     failed=1
     echo "fuzz $t FAILED (exit $rc):"; grep -E "ERROR|fuzz target|SUMMARY|Test unit written" "$log" | head -8
   fi
-  echo "   runs ${runs:-0} in ${secs:-?} s, coverage ${cov:-?} edges"
-  rows+=("{\"target\": \"$t\", \"seconds\": ${secs:-0}, \"runs\": ${runs:-0}, \"coverage_edges\": ${cov:-0}, \"crashed\": $([ $rc = 0 ] && echo false || echo true)}")
+  echo "   runs ${runs:-0} (${rate:-?}/s) in ${SECONDS_EACH} s, coverage ${cov:-?} edges, peak RSS ${rss:-?} MB"
+  rows+=("{\"target\": \"$t\", \"seconds\": ${SECONDS_EACH}, \"runs\": ${runs:-0}, \"exec_per_sec\": ${rate:-0}, \"coverage_edges\": ${cov:-0}, \"peak_rss_mb\": ${rss:-0}, \"crashed\": $([ $rc = 0 ] && echo false || echo true)}")
 done
 mkdir -p "$(dirname "$OUT")"
 ( IFS=,; echo "[${rows[*]}]" ) | /usr/bin/python3 -m json.tool >"$OUT"
