@@ -14,19 +14,24 @@
 #                         round, and that minus compute: less disturbed than wall time when other work shares
 #                         the cores (compute is single-threaded, so its wall time is its CPU time).
 # Usage: bench/daemon_round.sh BUILD_DIR [OUT.json]; env DIM (100000), ROUNDS (2000), FROM (300), TO (1800),
-# SAMPLES (8: rows of synthetic data per node). For the 64 MB case:
+# SAMPLES (8: rows of synthetic data per node), CURVE (0; 1: the daemons run with CurveZMQ, keys from
+# gossipd keygen; the raw exchange stays plain TCP). For the 64 MB case:
 #   DIM=16777215 ROUNDS=40 FROM=10 TO=35 SAMPLES=1
 set -euo pipefail
 BUILD=$(realpath "$1")
 GOSSIPD=$BUILD/daemon/gossipd
 OUT=${2:-bench/results/daemon_round.json}
-DIM=${DIM:-100000}; ROUNDS=${ROUNDS:-2000}; FROM=${FROM:-300}; TO=${TO:-1800}; SAMPLES=${SAMPLES:-8}
+DIM=${DIM:-100000}; ROUNDS=${ROUNDS:-2000}; FROM=${FROM:-300}; TO=${TO:-1800}; SAMPLES=${SAMPLES:-8}; CURVE=${CURVE:-0}
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
 sets=(--set data.format=synthetic --set data.synthetic_dim=$DIM --set data.synthetic_samples=$SAMPLES
       --set model.kind=logistic --set model.l2=0.01 --set algorithm.name=dpsgd --set compressor.name=fp32
       --set algorithm.batch=$SAMPLES --set algorithm.rounds=$ROUNDS --set monitor.eval_every=0 --set node.checkpoint_every=0
       --set monitor.status_every_ms=50 --set cluster.nodes=2 --set algorithm.round_timeout_ms=60000)
+if [ "$CURVE" = 1 ]; then
+  "$GOSSIPD" keygen --out "$W/keys" --nodes 2 >/dev/null
+  sets+=(--set security.enable=true --set security.keys_dir="$W/keys")
+fi
 "$GOSSIPD" cluster --nodes 2 --dir "$W/cl" "${sets[@]}" >"$W/cl.log" 2>&1 &
 cluster=$!
 node0=""
@@ -57,7 +62,7 @@ wait
 bytes=$((4 * (DIM + 1) + 52))
 "$BUILD/bench/bench_transport" --exchange --kb $(((bytes + 1023) / 1024)) --messages $(( DIM > 1000000 ? 10 : 200 )) --trials 3 >"$W/raw.json"
 mkdir -p "$(dirname "$OUT")"
-/usr/bin/python3 - "$r1" "$t1" "$k1" "$c1" "$r2" "$t2" "$k2" "$c2" "$W/raw.json" "$OUT" "$DIM" "$bytes" <<'PY'
+/usr/bin/python3 - "$r1" "$t1" "$k1" "$c1" "$r2" "$t2" "$k2" "$c2" "$W/raw.json" "$OUT" "$DIM" "$bytes" "$CURVE" <<'PY'
 import json, sys
 a = sys.argv[1:]
 r1, t1, k1, c1, r2, t2, k2, c2 = int(a[0]), *map(float, a[1:4]), int(a[4]), *map(float, a[5:8])
@@ -65,7 +70,7 @@ raw = json.load(open(a[8]))["raw_exchange_ms"]
 dim, msg = int(a[10]), int(a[11])
 n = r2 - r1
 d, k, c = 1000 * (t2 - t1) / n, 1000 * (k2 - k1) / n, 1000 * (c2 - c1) / n
-res = {"parameters": dim + 1, "message_bytes": msg, "daemon_ms_per_round": round(d, 3),
+res = {"parameters": dim + 1, "message_bytes": msg, "curve": a[12] == "1", "daemon_ms_per_round": round(d, 3),
        "compute_ms_per_round": round(k, 3), "raw_exchange_ms": round(raw, 3),
        "overhead_ms": round(d - k - raw, 3), "transfer_ratio": round(raw / (d - k), 3) if d > k else None,
        "daemon_cpu_ms_per_round": round(c, 3), "cpu_overhead_ms": round(c - k, 3), "rounds_measured": n}
