@@ -103,6 +103,43 @@ def round_table():
               f"{r['transfer_ratio']:.2f} | {ms(r['cpu_overhead_ms'])} |")
 
 
+def docker_train_table():
+    print("| compose file | nodes | rounds | accuracy, first evaluation (mean of nodes) | final (mean) | final, min-max over nodes | false deaths |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ("docker_train_ring8", "docker_train_grid3x3", "docker_train_random12"):
+        r = load(name)
+        if not r:
+            continue
+        print(f"| `{r['file']}` | {r['nodes']} | {r['rounds']:,} | {r['accuracy_first_mean']:.1f}% | "
+              f"{r['accuracy_final_mean']:.1f}% | {r['accuracy_final_min']:.1f}-{r['accuracy_final_max']:.1f}% | "
+              f"{'-' if r['false_deaths'] is None else r['false_deaths']} |")
+
+
+def docker_chaos_table():
+    print("| run | final accuracy, no faults | with faults | difference | kill detected | cut-off node detected | "
+          "back after reconnect | restart: back after | graceful stop: leave seen |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    runs = sorted(n[:-5] for n in os.listdir(DIR) if n.startswith("docker_chaos") and n.endswith(".json"))
+    for k, name in enumerate(runs, 1):
+        r = load(name)
+        s = lambda ms: f"{ms / 1000:.1f} s"
+        print(f"| {k} | {r['accuracy_reference']:.2f}% | {r['accuracy_chaos']:.2f}% | "
+              f"{r['accuracy_chaos'] - r['accuracy_reference']:+.2f} | {s(r['kill_detect_ms'])} | "
+              f"{s(r['disconnect_detect_ms'])} | {s(r['reconnect_rejoin_ms'])} | {s(r['restart_back_ms'])} | "
+              f"{s(r['stop_leave_seen_ms'])} |")
+
+
+def fuzz_table():
+    runs = load("fuzz")
+    if not runs:
+        return
+    print("| target | time | executions | per second | coverage (edges) | peak RSS | crashes |")
+    print("|---|---|---|---|---|---|---|")
+    for r in runs:
+        print(f"| {r['target']} | {r['seconds'] / 60:.0f} min | {r['runs']:,} | {r['exec_per_sec']:,} | "
+              f"{r['coverage_edges']} | {r['peak_rss_mb']} MB | {'yes' if r['crashed'] else 'none'} |")
+
+
 SECTIONS = {
     "TABLE_EXACT": lambda: convex_table(["exact_prox_lead_full", "exact_prox_lead_lsvrg", "exact_prox_lead_saga",
                                          "exact_prox_lead_sgd"]),
@@ -113,6 +150,9 @@ SECTIONS = {
     "TABLE_MLP": lambda: fmnist_table("mlp"),
     "TABLE_SCALE": scale_table,
     "TABLE_ROUND": round_table,
+    "TABLE_DOCKER_TRAIN": docker_train_table,
+    "TABLE_DOCKER_CHAOS": docker_chaos_table,
+    "TABLE_FUZZ": fuzz_table,
 }
 
 
