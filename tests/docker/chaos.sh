@@ -8,30 +8,54 @@
 #   docker restart of one node -> a graceful leave, then it resumes from the checkpoint on its volume;
 #   docker-compose stop of one node -> graceful: exit 0 and a leave (not a death) at the others;
 #   the killed and the stopped nodes started again -> they resume from their checkpoint volumes.
-# Every node must then finish all rounds, and the cluster's final accuracy (mean over nodes) must be within
-# one point of the reference run's. Figures (detection and rejoin times, accuracies) go to $RESULT_JSON.
+# Every node must then finish all rounds, and the cluster's final accuracy must be within one point of the
+# reference run's. The cluster's accuracy is that of the average of the nodes' final models: two fault-free
+# runs agree on it to a few tenths of a point, while the mean of the per-node accuracies moved by up to a
+# point between them (docker/README.md), too much for a one-point gate. The mean is reported too.
+# Figures (detection and rejoin times, accuracies) go to $RESULT_JSON.
 #   tests/docker/chaos.sh [FILE] [ROUNDS]
 source "$(dirname "$0")/lib.sh"
 FILE=${1:-docker/ring8.yaml}
 ROUNDS=${2:-50000}   # long enough that nobody finishes before the last fault (checked before each)
 export GOSSIPD_ROUNDS=$ROUNDS
 need_image
+TEST_IMAGES=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+[ -r "$TEST_IMAGES" ] || fail "$TEST_IMAGES is missing (make deps installs dataset-fashion-mnist)"
+WORK=$(mktemp -d); CLEANUPS+=("rm -rf '$WORK'")
 now_ms() { date +%s%3N; }
 # The [t=ms] wall-clock stamp of the first log line of container $1 matching $2.
 # Every stage reads all its input (no grep -m1 or head: the writer would die of SIGPIPE, failing the
 # pipeline under pipefail).
 event_ms() { docker logs "$1" 2>&1 | grep -- "$2" | sed -n '1s/.*\[t=\([0-9]*\)\].*/\1/p' | grep .; }
-mean_final_accuracy() {
-  local accs=()
+# final_accuracy NAME: checks that every node finished cleanly, copies the nodes' final models out of their
+# volumes and prints scripts/eval_models.py's JSON (per-node accuracies, their mean, and the accuracy of the
+# average model). Each node's accuracy must match what the node itself reported (status.json), which keeps
+# the evaluator honest.
+final_accuracy() {
+  local out="$WORK/$1" reported=() dirs=()
   for ((i = 0; i < N; i++)); do
     local c; c=$(ctr $i)
     [ "$(exit_code "$c")" = 0 ] || fail "$1: node-$i exited with code $(exit_code "$c")"
     [ "$(status_field "$c" state)" = done ] || fail "$1: node-$i ended in state $(status_field "$c" state)"
     [ "$(round_of "$c")" = "$ROUNDS" ] || fail "$1: node-$i stopped at round $(round_of "$c"), not $ROUNDS"
-    accs+=("$(status_field "$c" accuracy)")
+    reported+=("$(status_field "$c" accuracy)")
+    mkdir -p "$out/node-$i"; dirs+=("$out/node-$i")
+    for f in model.npy model.json; do
+      docker cp "$c:/var/lib/gossipd/$f" "$out/node-$i/$f" >/dev/null || fail "$1: cannot copy node-$i's $f"
+    done
   done
-  $PY -c 'import sys; a=[float(x) for x in sys.argv[1:]]; print(f"{100*sum(a)/len(a):.2f}")' "${accs[@]}"
+  local json; json=$("$ROOT/scripts/eval_models.py" --test "$TEST_IMAGES" "${dirs[@]}") || fail "$1: evaluating the models failed"
+  $PY - "$json" "${reported[@]}" <<'PY' || fail "$1: the evaluator disagrees with the nodes' own accuracies"
+import json, sys
+mine = json.loads(sys.argv[1])["node_accuracy"]
+theirs = [100 * float(a) for a in sys.argv[2:]]
+bad = [(i, m, t) for i, (m, t) in enumerate(zip(mine, theirs)) if abs(m - t) > 0.2]
+for i, m, t in bad: print(f"node-{i}: evaluated {m:.2f}%, reported {t:.2f}%", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+  echo "$json"
 }
+field() { $PY -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 wait_all_done() { for ((i = 0; i < N; i++)); do wait_for 1200 "$1: node-$i to finish $ROUNDS rounds" exited "$(ctr $i)"; done; }
 
 # --- the reference run ----------------------------------------------------------------------------------
@@ -40,8 +64,9 @@ log "reference run: $FILE, $ROUNDS rounds, no faults"
 compose_start "$ROOT/$FILE"
 N=$(nodes_in)
 wait_all_done "reference"
-ref_acc=$(mean_final_accuracy "reference")
-log "reference: final accuracy $ref_acc% (mean of $N nodes)"
+ref=$(final_accuracy "reference")
+ref_acc=$(field "$ref" average_model_accuracy); ref_mean=$(field "$ref" mean_node_accuracy)
+log "reference: average model $ref_acc%, mean of the $N nodes $ref_mean% ($(field "$ref" node_accuracy))"
 compose down -v -t 5 >/dev/null 2>&1
 
 # --- the chaos run --------------------------------------------------------------------------------------
@@ -142,14 +167,17 @@ done
 log "5. node-$K1, node-$K2, node-$S resumed from their checkpoints and rejoined"
 
 wait_all_done "chaos"
-chaos_acc=$(mean_final_accuracy "chaos")
+res=$(final_accuracy "chaos")
+chaos_acc=$(field "$res" average_model_accuracy); chaos_mean=$(field "$res" mean_node_accuracy)
 diff=$($PY -c 'import sys; print(f"{float(sys.argv[1]) - float(sys.argv[2]):+.2f}")' "$chaos_acc" "$ref_acc")
-log "final accuracy: reference $ref_acc%, chaos $chaos_acc% ($diff points)"
+log "chaos: average model $chaos_acc%, mean of the $N nodes $chaos_mean% ($(field "$res" node_accuracy))"
+log "final accuracy (average model): reference $ref_acc%, chaos $chaos_acc% ($diff points)"
 if [ -n "${RESULT_JSON:-}" ]; then
   $PY - "$RESULT_JSON" <<PY
 import json, sys
 json.dump({"file": "$FILE", "nodes": $N, "rounds": $ROUNDS,
            "accuracy_reference": $ref_acc, "accuracy_chaos": $chaos_acc,
+           "mean_node_accuracy_reference": $ref_mean, "mean_node_accuracy_chaos": $chaos_mean,
            "kill_detect_ms": $kill_detect_ms, "disconnect_detect_ms": $cut_detect_ms,
            "reconnect_rejoin_ms": $rejoin_ms, "restart_back_ms": $restart_back_ms,
            "stop_leave_seen_ms": $leave_seen_ms}, open(sys.argv[1], "w"), indent=1)
@@ -157,4 +185,4 @@ PY
 fi
 $PY -c 'import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 1.0 else 1)' "$chaos_acc" "$ref_acc" ||
   fail "final accuracy $chaos_acc% is not within 1 point of the fault-free run's $ref_acc%"
-echo "ok: chaos on $FILE: every fault detected, restarted nodes resumed, accuracy $chaos_acc% vs $ref_acc% without faults"
+echo "ok: chaos on $FILE: every fault detected, restarted nodes resumed, average-model accuracy $chaos_acc% vs $ref_acc% without faults"
