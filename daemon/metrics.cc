@@ -153,6 +153,16 @@ std::string renderMetrics(const NodeMetrics& m) {
   for (const auto& p : m.members)
     if (p.last_heard_seconds) w.sample(*p.last_heard_seconds, {{"peer", p.peer}});
 
+  if (m.self_weight) {
+    w.family("gossipd_mixing_weight", "gauge",
+             "This node's row of the mixing matrix W in its current view: w_ij by neighbour, w_ii as peer=\"self\".");
+    w.sample(*m.self_weight, {{"peer", "self"}});
+    for (const auto& [peer, weight] : m.mixing_weights) w.sample(weight, {{"peer", peer}});
+  }
+  if (m.spectral_gap)
+    w.family("gossipd_spectral_gap", "gauge", "1 - ||W - 11^T/n||_2 of the mixing matrix of this node's view graph.")
+        .sample(*m.spectral_gap);
+
   if (m.round_duration) {
     const Histogram& h = *m.round_duration;
     w.family("gossipd_round_duration_seconds", "histogram",

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gossip::daemon {
@@ -73,6 +74,11 @@ struct NodeMetrics {
   std::uint64_t state_transfers_sent = 0;
   std::uint64_t state_transfers_received = 0;
   std::vector<MemberSample> members;  // other members, self excluded
+  // The mixing row of this node in its current view graph (none before the first view), and the spectral
+  // gap 1 - ||W - 11^T/n||_2 of that graph's W (none above daemon/cluster_view.h's size limit).
+  std::optional<double> self_weight;
+  std::vector<std::pair<std::string, double>> mixing_weights;  // (peer id, w_ij)
+  std::optional<double> spectral_gap;
   const Histogram* round_duration = nullptr;
   double compute_seconds = 0;
   std::optional<double> checkpoint_age_seconds;  // only once this process wrote a checkpoint

@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <utility>
 
 #include <fcntl.h>
@@ -20,6 +21,8 @@
 #include "core/error.h"
 #include "core/serial.h"
 #include "daemon/advertise.h"
+#include "daemon/cluster_status.h"
+#include "daemon/cluster_view.h"
 #include "daemon/http_address.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
@@ -146,6 +149,20 @@ struct NodeRuntime::Impl {
   Clock::time_point roundBeganAt{};
   std::optional<std::uint64_t> lastCheckpointAt;  // ms, a checkpoint this process wrote
   std::unique_ptr<HttpServer> http;
+
+  // ---- /cluster (daemon/cluster_view.h): status gossip, events, the view graph's summary ----
+  static constexpr std::uint64_t kStatusGossipMs = 1000;  // push the summary table this often...
+  static constexpr std::size_t kStatusGossipFanout = 2;   // ...to this many random live members
+  ClusterStatus clusterStatus{id};
+  EventLog eventLog;
+  std::shared_ptr<const engine::ViewGraph> summarizedView;  // the graph graphSummary describes
+  std::optional<GraphSummary> graphSummary;
+  std::uint64_t nextStatusGossip = 0, statusBytes = 0;
+  std::uint64_t statesSentSeen = 0, statesReceivedSeen = 0;
+  Round rateRound = 0;
+  std::uint64_t rateAt = 0;
+  double roundsPerSecond = 0;
+  std::mt19937_64 gossipRng{deriveSeed({c.cluster.seed, id, 0x57A7ull})};
 
   explicit Impl(Config config) : c(std::move(config)), id(c.node.id), dir(c.node.data_dir) {
     // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
@@ -315,6 +332,10 @@ struct NodeRuntime::Impl {
     engine::RawFrame f;
     while (zmq->receive(f)) {
       countReceived(f, now);
+      if (isKind(f.header, engine::FrameKind::Status)) {
+        receiveStatus(f, now);
+        continue;
+      }
       const bool isMembership = isKind(f.header, engine::FrameKind::Membership);
       if (!isMembership) {
         etransport->push(std::move(f));
@@ -331,6 +352,102 @@ struct NodeRuntime::Impl {
         ++membershipRejected["bad_membership"];
       }
     }
+  }
+
+  // A member's table of node summaries (monitoring only). Refusals are counted with the membership's.
+  void receiveStatus(const engine::RawFrame& f, std::uint64_t now) {
+    try {
+      const auto h = engine::decodeFrameHeader(f.header);
+      if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
+      engine::checkPayload(h, *f.payload);
+      if (!endpoints.count(h.sender)) return void(++membershipRejected["status_not_member"]);
+      clusterStatus.merge(ClusterStatus::decode(*f.payload), now);
+    } catch (const engine::FrameError& e) {
+      ++membershipRejected[e.reason];
+    } catch (const DecodeError&) {
+      ++membershipRejected["bad_status"];
+    }
+  }
+
+  // Push gossip of the summary table (cluster_status.h): a few random live members each period.
+  void gossipStatus(std::uint64_t now) {
+    if (now < nextStatusGossip) return;
+    nextStatusGossip = now + kStatusGossipMs;
+    std::vector<PeerId> peers;
+    for (const auto& m : membership->alive())
+      if (m.id != id && endpoints.count(m.id)) peers.push_back(m.id);
+    if (peers.empty()) return;
+    std::shuffle(peers.begin(), peers.end(), gossipRng);
+    peers.resize(std::min(peers.size(), kStatusGossipFanout));
+    auto payload = std::make_shared<const Bytes>(clusterStatus.encode());
+    engine::FrameHeader h;
+    h.kind = engine::FrameKind::Status;
+    h.sender = id;
+    h.incarnation = incarnation;
+    engine::sealPayload(h, *payload);
+    Bytes header;
+    engine::encodeFrameHeader(h, header);
+    for (PeerId p : peers) {
+      statusBytes += header.size() + payload->size();
+      traffic.byPeer[p].sent += header.size() + payload->size();
+      zmq->send(p, Bytes(header), payload);
+    }
+  }
+
+  static std::int64_t wallMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+  void noteEvent(PeerId node, Incarnation inc, const char* kind, std::string text) {
+    eventLog.add({wallMs(), node, inc, kind, std::move(text)});
+  }
+
+  // This node's summary into the table, and /cluster rebuilt (with writeStatus).
+  void refreshCluster(std::uint64_t now) {
+    const auto& st = engine->stats();
+    const Round r = engine->nextRound();
+    if (rateAt && now > rateAt) roundsPerSecond = static_cast<double>(r >= rateRound ? r - rateRound : 0) * 1000.0 / static_cast<double>(now - rateAt);
+    rateRound = r;
+    rateAt = now;
+    if (st.states_sent > statesSentSeen)
+      noteEvent(id, incarnation, "state_sent", "node " + std::to_string(id) + " sent its model to a joining neighbour");
+    if (st.states_received > statesReceivedSeen)
+      noteEvent(id, incarnation, "state_received", "node " + std::to_string(id) + " took its model from a neighbour");
+    statesSentSeen = st.states_sent;
+    statesReceivedSeen = st.states_received;
+    NodeSummary s;
+    s.incarnation = incarnation;
+    s.state = nodeStateFromName(state);
+    s.round = r;
+    s.rounds = c.algorithm.rounds;
+    s.loss = static_cast<float>(lastLoss);
+    s.accuracy = static_cast<float>(accuracy);
+    if (traffic.modelPayloadBytes)
+      s.compression_ratio = static_cast<float>(static_cast<double>(traffic.modelFrames) * static_cast<double>(engine->node().algorithm().x().size()) *
+                                               4.0 / static_cast<double>(traffic.modelPayloadBytes));
+    s.rounds_per_second = static_cast<float>(roundsPerSecond);
+    s.neighbors = static_cast<std::uint32_t>(engine->links().size());
+    s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes;
+    s.states_sent = st.states_sent;
+    s.states_received = st.states_received;
+    clusterStatus.updateSelf(s, now);
+    if (auto vg = engine->viewGraph(); vg && vg != summarizedView) {
+      graphSummary = summarizeGraph(*vg, id);  // once per view: the eigen-solve is O(n^3)
+      summarizedView = vg;
+    }
+    if (!http) return;
+    ClusterViewInput in;
+    in.self = id;
+    in.wallMs = wallMs();
+    in.nowMs = now;
+    in.algorithm = c.algorithm.name;
+    in.compressor = c.compressor.name;
+    in.topology = c.cluster.topology;
+    in.rounds = c.algorithm.rounds;
+    in.members = membership->members();
+    in.graph = graphSummary ? &*graphSummary : nullptr;
+    in.status = &clusterStatus;
+    in.events = &eventLog;
+    http->publish("/cluster", "application/json", renderClusterJson(in));
   }
 
   // Bytes by sender and when each member was last heard from: the sender a header names once its checksum
@@ -356,6 +473,9 @@ struct NodeRuntime::Impl {
     for (const auto& e : events) {
       using K = peer::MembershipEvent::Kind;
       const char* what = e.kind == K::Joined ? "joined" : e.kind == K::Suspected ? "suspected" : e.kind == K::Refuted ? "alive again (refuted)" : e.kind == K::Died ? "declared dead" : "left";
+      const char* kind = e.kind == K::Joined ? (e.incarnation > 0 ? "rejoined" : "joined") : e.kind == K::Suspected ? "suspected"
+                         : e.kind == K::Refuted ? "refuted" : e.kind == K::Died ? "dead" : "left";
+      noteEvent(e.id, e.incarnation, kind, "member " + std::to_string(e.id) + " (incarnation " + std::to_string(e.incarnation) + ") " + what);
       if (e.kind == K::Suspected) ++suspicions;
       if (e.kind == K::Died) ++deaths;
       // Fresh connections for a member that died, left or came back as a new incarnation: a TCP
@@ -525,6 +645,7 @@ struct NodeRuntime::Impl {
   void writeStatus(std::uint64_t now, bool force) {
     if (!force && now < nextStatus) return;
     nextStatus = now + c.monitor.status_every_ms;
+    refreshCluster(now);
     const auto& st = engine->stats();
     const auto rejected = rejectedByReason();
     nlohmann::json j{{"id", id},
@@ -538,10 +659,11 @@ struct NodeRuntime::Impl {
                      {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
                      {"alive", membership->alive().size()},
                      {"neighbors", engine->links().size()},
-                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes},
+                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes},
                      {"model_bytes_sent", st.model_bytes_sent},
                      {"membership_bytes_sent", membershipBytes},
                      {"membership_messages_sent", membership->stats().messages_sent},
+                     {"status_bytes_sent", statusBytes},
                      {"retransmitted", st.retransmitted},
                      {"messages_missing", st.messages_missing},
                      {"states_sent", st.states_sent},
@@ -604,6 +726,11 @@ struct NodeRuntime::Impl {
         p.last_heard_seconds = static_cast<double>(now - std::min(now, it->second)) / 1000.0;
       m.members.push_back(std::move(p));
     }
+    if (graphSummary) {
+      m.self_weight = graphSummary->selfWeight;
+      for (const auto& [peer, weight] : graphSummary->row) m.mixing_weights.emplace_back(std::to_string(peer), weight);
+      m.spectral_gap = graphSummary->spectralGap;
+    }
     m.round_duration = &roundDurations;
     m.compute_seconds = static_cast<double>(st.compute_ns) * 1e-9;
     if (lastCheckpointAt) m.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *lastCheckpointAt)) / 1000.0;
@@ -652,6 +779,7 @@ struct NodeRuntime::Impl {
   void rejoinAsNewIncarnation(std::uint64_t now) {
     std::printf("node %u: declared dead by the cluster; rejoining as incarnation %llu\n", id,
                 static_cast<unsigned long long>(incarnation + 1));
+    noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
     Bytes saved;
     ByteWriter w(saved);
     engine->node().save(w);
@@ -734,6 +862,7 @@ struct NodeRuntime::Impl {
       if (gStop && !stopAt) stopAt = now;
       if (gStop && phase == Phase::Training && engine->inRound() && now > stopAt + 2000) return stop(now, false);
       writeStatus(now, false);
+      gossipStatus(now);
       progress(now);
       logRejections(now);
       if (!std::exchange(progressed, false)) zmq->waitReadable(std::chrono::milliseconds(2));

@@ -105,6 +105,8 @@ class NodeEngine {
   const topology::MixingRow& row() const { return row_; }
   const EngineStats& stats() const { return stats_; }
   bool stateless() const { return stateless_; }
+  // The view and graph installed last (null before the first); monitoring draws and analyses it.
+  std::shared_ptr<const ViewGraph> viewGraph() const { return vg_; }
 
   // Installs a view and its graph (every engine holding the view gets the same graph). Drops stale edges
   // and sends EdgeOpen to new neighbours; `round` is the round about to run (carried on control frames).

@@ -149,7 +149,7 @@ TEST_CASE("every header reason label is reachable") {
   b = good;
   patch<std::uint8_t>(b, 4, 1);  // version 1 had reserved flags where the degree is now
   expect(b, "bad_version");
-  for (std::uint8_t k : {0, 9, 255}) {
+  for (std::uint8_t k : {0, 10, 255}) {
     b = good;
     patch<std::uint8_t>(b, 5, k);
     expect(b, "bad_kind");
