@@ -114,7 +114,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string_view path(req.target().data(), req.target().size());
     path = path.substr(0, path.find('?'));
     const auto p = server_.page(path);
-    if (!p) return reply(http::status::not_found, "not found; try /metrics or /status\n", req.keep_alive(), head);
+    if (!p) return reply(http::status::not_found, "not found; try /, /metrics, /status or /cluster\n", req.keep_alive(), head);
     respond(http::status::ok, p->type, p->body, req.keep_alive(), head);
   }
 

@@ -23,6 +23,7 @@
 #include "daemon/advertise.h"
 #include "daemon/cluster_status.h"
 #include "daemon/cluster_view.h"
+#include "daemon/dashboard.h"
 #include "daemon/http_address.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
@@ -195,6 +196,7 @@ struct NodeRuntime::Impl {
     if (http) {
       writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
       http->start();
+      publishDashboard(*http);
       writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
     }
     std::printf("node %u: incarnation %llu listening on %s%s%s%s\n", id, static_cast<unsigned long long>(incarnation),
