@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,7 +46,34 @@ constexpr const char* kClusterUsage =
     "  --config F     TOML configuration shared by all nodes (docs/config.md)\n"
     "  --set S.K=V    override one key for all nodes; repeatable\n"
     "  --dir D        data directories go here (default ./gossipd-cluster)\n"
-    "  --bin PATH     the gossipd binary to start (default: this one)\n";
+    "  --bin PATH     the gossipd binary to start (default: this one)\n"
+    "  --http-port P  node 0's HTTP port (default 8080; another free port when 8080 is taken, 0 = any):\n"
+    "                 its dashboard at / shows the whole cluster (members gossip their progress); the\n"
+    "                 URL is printed once node 0 serves it\n";
+
+// True when a TCP listener could bind ip:port now (the port is checked, not held: node 0 binds it a moment
+// later, and should someone take it in between, node 0 stops with one line naming node.http).
+bool portFree(const std::string& ip, std::uint16_t port) {
+  const bool v6 = ip.find(':') != std::string::npos;
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as the HTTP server does (Asio's default)
+  bool ok = false;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(port);
+    ok = ::inet_pton(AF_INET6, ip.c_str(), &a.sin6_addr) == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    ok = ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ::close(fd);
+  return ok;
+}
 
 struct Child {
   PeerId id = 0;
@@ -164,6 +194,7 @@ int cluster(std::vector<std::string> argv) {
   std::optional<std::string> configFile;
   std::vector<std::string> sets;
   std::string dir = "./gossipd-cluster", bin;
+  long long httpPort = 8080;
   while (!args.done()) {
     const std::string flag = args.next("cluster");
     if (flag == "--help" || flag == "-h") {
@@ -183,8 +214,11 @@ int cluster(std::vector<std::string> argv) {
       dir = args.next(flag);
     } else if (flag == "--bin") {
       bin = args.next(flag);
+    } else if (flag == "--http-port") {
+      httpPort = cli::parseNumber<long long>(args.next(flag), "--http-port");
+      if (httpPort < 0 || httpPort > 65535) throw ConfigError("--http-port: expected 0..65535, got " + std::to_string(httpPort));
     } else {
-      throw ConfigError("unknown option '" + flag + "' (expected --nodes, --config, --set, --dir, --bin)");
+      throw ConfigError("unknown option '" + flag + "' (expected --nodes, --config, --set, --dir, --bin, --http-port)");
     }
   }
   if (!nodes) throw ConfigError("--nodes N is required");
@@ -194,11 +228,18 @@ int cluster(std::vector<std::string> argv) {
   const daemon::Config config = daemon::loadConfig(configFile, all);
   if (bin.empty()) bin = fs::read_symlink("/proc/self/exe").string();
   // Every local node serves HTTP on node.http's host with a port of its own (in <dir>/node-i/http_port):
-  // one fixed port for all of them could not work.
-  std::string http;
+  // one fixed port for all of them could not work. Node 0 takes --http-port, so that the dashboard of the
+  // whole cluster has a URL one can remember; when that port is taken (a second local cluster), any.
+  std::string http, http0;
   if (!config.node.http.empty()) {
     const auto addr = daemon::parseHttpAddress(config.node.http);  // validated by loadConfig
-    http = (addr->ip.find(':') != std::string::npos ? "[" + addr->ip + "]" : addr->ip) + ":0";
+    const std::string host = addr->ip.find(':') != std::string::npos ? "[" + addr->ip + "]" : addr->ip;
+    http = host + ":0";
+    http0 = http;
+    if (httpPort != 0 && portFree(addr->ip, static_cast<std::uint16_t>(httpPort)))
+      http0 = host + ":" + std::to_string(httpPort);
+    else if (httpPort != 0)
+      std::printf("gossipd cluster: port %lld is taken; node 0 serves HTTP on another port\n", httpPort);
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -225,7 +266,7 @@ int cluster(std::vector<std::string> argv) {
     for (const auto& s : sets) a.insert(a.end(), {"--set", s});
     a.insert(a.end(), {"--set", "node.id=" + std::to_string(i), "--set", "node.data_dir=" + c.dir.string(), "--set",
                        "node.listen=tcp://127.0.0.1:0", "--set", "cluster.nodes=" + std::to_string(*nodes),
-                       "--set", "node.http=" + http});
+                       "--set", "node.http=" + (i == 0 ? http0 : http)});
     if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
     c.pid = spawn(bin, a, c.dir / "log");
   };
@@ -268,6 +309,7 @@ int cluster(std::vector<std::string> argv) {
   for (PeerId i = 1; i < *nodes; ++i) startNode(i, seed);
 
   const bool tty = ::isatty(1);
+  bool urlShown = http0.empty();
   auto nextLine = Clock::now();
   std::optional<Clock::time_point> stopDeadline;
   for (;;) {
@@ -286,6 +328,17 @@ int cluster(std::vector<std::string> argv) {
     }
     for (auto& c : children)
       if (!c.status) readStatus(c);
+    if (!urlShown) {  // node 0 writes http_port once it serves (after loading its data)
+      std::ifstream in(children[0].dir / "http_port");
+      std::string port;
+      if (std::getline(in, port) && !port.empty()) {
+        const std::string host = http0.substr(0, http0.rfind(':'));
+        std::printf("%sdashboard: http://%s:%s/  (node 0; /metrics /status /cluster beside it)\n", tty ? "\r" : "",
+                    host == "0.0.0.0" ? "127.0.0.1" : host == "[::]" ? "[::1]" : host.c_str(), port.c_str());
+        std::fflush(stdout);
+        urlShown = true;
+      }
+    }
     if (Clock::now() >= nextLine) {
       const std::string line = progressLine(children, config.algorithm.rounds);
       if (tty) {

@@ -13,4 +13,5 @@ echo "== the graph: 8-node ring, Metropolis weights"
 "$GOSSIPD" topo --topology ring --nodes 8 | tail -n 1
 echo
 echo "== 8 daemons on loopback: DeepSqueeze + top-1% (error-compensated compressed models), Ctrl-C stops them cleanly"
+echo "   open the dashboard URL below in a browser: topology, loss and accuracy, bytes, events, live"
 "$GOSSIPD" cluster --nodes 8 --config examples/demo_cluster.toml --dir "$OUT" "${@:2}"

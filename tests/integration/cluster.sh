@@ -7,9 +7,14 @@ source "$(dirname "$0")/daemon_lib.sh"
 common=(--set data.format=synthetic --set model.kind=logistic --set model.l2=0.01 --set algorithm.name=choco
         --set compressor.name=topk --set compressor.ratio=0.2 --set algorithm.gamma=0.4 --set monitor.eval_every=0)
 
-# 1. A short run: all done, summary printed, exit 0.
+# 1. A short run: all done, summary printed, exit 0. Its --http-port is held by another process: node 0
+# serves on another port and the supervisor says so.
+python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(120)' >"$WORK/held" &
+PIDS+=($!)
+wait_for 10 "a helper to hold a port" test -s "$WORK/held"
+HELD=$(cat "$WORK/held")
 rc=0
-"$GOSSIPD" cluster --nodes 4 --dir "$WORK/short" "${common[@]}" --set algorithm.rounds=200 >"$WORK/short.out" 2>&1 || rc=$?
+"$GOSSIPD" cluster --nodes 4 --dir "$WORK/short" --http-port "$HELD" "${common[@]}" --set algorithm.rounds=200 >"$WORK/short.out" 2>&1 || rc=$?
 [ "$rc" = 0 ] || fail "short cluster run exited $rc: $(tail -3 "$WORK/short.out")"
 [ "$(grep -c ' done ' "$WORK/short.out")" = 4 ] || fail "expected 4 nodes done in the summary: $(cat "$WORK/short.out")"
 for i in 0 1 2 3; do test -s "$WORK/short/node-$i/model.npy" || fail "node $i wrote no model"; done
@@ -19,13 +24,18 @@ for i in 0 1 2 3; do
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not 0 < d['compute_seconds'] < d['seconds'])" \
     "$WORK/short/node-$i/status.json" || fail "node $i: compute_seconds not in (0, seconds): $(cat "$WORK/short/node-$i/status.json")"
 done
-echo "ok: 4-node cluster ran 200 rounds, all done, exit 0"
+grep -q "port $HELD is taken; node 0 serves HTTP on another port" "$WORK/short.out" || fail "no note that --http-port $HELD was taken: $(head -3 "$WORK/short.out")"
+echo "ok: 4-node cluster ran 200 rounds, all done, exit 0 (--http-port taken: another port)"
 
 # 2. A long run: kill -9 one child (reported), then SIGINT: the others stop cleanly, nothing is left behind.
-"$GOSSIPD" cluster --nodes 4 --dir "$WORK/long" "${common[@]}" --set algorithm.rounds=100000000 >"$WORK/long.out" 2>&1 &
+"$GOSSIPD" cluster --nodes 4 --dir "$WORK/long" --http-port 0 "${common[@]}" --set algorithm.rounds=100000000 >"$WORK/long.out" 2>&1 &
 CL=$!
 PIDS+=($CL)
 for i in 0 1 2 3; do wait_for 30 "node $i of the long run to train" grep -q '"state":"training"' "$WORK/long/node-$i/status.json"; done
+# The dashboard URL is printed, and node 0 serves the dashboard there.
+wait_for 10 "the supervisor to print the dashboard URL" grep -q "^dashboard: http://127.0.0.1:$(cat "$WORK/long/node-0/http_port")/ " "$WORK/long.out"
+curl -sf "http://127.0.0.1:$(cat "$WORK/long/node-0/http_port")/" | grep -qi '<html' || fail "no dashboard page at the printed URL"
+echo "ok: the dashboard URL is printed and serves the page"
 children() { pgrep -P "$CL" || true; }
 vpid=$(for p in $(children); do if grep -q "node.id=2" /proc/$p/cmdline 2>/dev/null; then echo $p; fi; done | head -1)
 [ -n "$vpid" ] || fail "could not find node 2's process"
@@ -41,7 +51,7 @@ for p in $kids; do exited "$p" || fail "child $p still running after the cluster
 echo "ok: kill -9 of a child reported, SIGINT stopped the other 3 cleanly, no process left"
 
 # 3. Bad arguments: one line, exit 2, no child started.
-for bad in "--nodes 0" "--nodes x" "--nodes 4 --set algorithm.name=nope" "--frobnicate"; do
+for bad in "--nodes 0" "--nodes x" "--nodes 4 --set algorithm.name=nope" "--frobnicate" "--nodes 2 --http-port 70000"; do
   rc=0; out=$("$GOSSIPD" cluster $bad --dir "$WORK/bad" 2>&1) || rc=$?
   [ "$rc" = 2 ] || fail "cluster $bad: expected exit 2, got $rc ($out)"
   [ "$(echo "$out" | wc -l)" = 1 ] || fail "cluster $bad: expected one line, got: $out"
