@@ -135,6 +135,23 @@ def docker_chaos_table():
               f"{s(r['stop_leave_seen_ms'])} |")
 
 
+def http_load_table():
+    r = load("http_load")
+    if not r:
+        return
+    print("| window | rounds | ms per round (wall) | CPU ms per round (node 0, all threads) |")
+    print("|---|---|---|---|")
+    for w in r["windows"]:
+        print(f"| {w['window']} | {w['rounds']} | {w['ms_per_round']:.3f} | {w['cpu_ms_per_round']:.3f} |")
+    l = r["load"]
+    answers = ", ".join(f"{k}: {v}" for k, v in sorted(l["bad_answers"].items()))
+    print()
+    print(f"Load over the quiet mean: wall time per round x{r['load_over_quiet_ms_per_round']:.2f}, CPU per round "
+          f"x{r['load_over_quiet_cpu_ms_per_round']:.2f}; {l['bad_requests']} bad requests in "
+          f"{r['window_seconds']:.0f} s ({answers}); {l['idle_opened']} idle connections opened, "
+          f"{l['idle_closed_by_server']} closed by the server; {l['slow_readers']} slow readers.")
+
+
 def fuzz_table():
     runs = load("fuzz")
     if not runs:
@@ -158,6 +175,7 @@ SECTIONS = {
     "TABLE_ROUND": round_table,
     "TABLE_DOCKER_TRAIN": docker_train_table,
     "TABLE_DOCKER_CHAOS": docker_chaos_table,
+    "TABLE_HTTP_LOAD": http_load_table,
     "TABLE_FUZZ": fuzz_table,
 }
 
