@@ -7,7 +7,8 @@
 //
 // This is monitoring data, not protocol state: nothing in training reads it. A peer can claim anything
 // about another node here (the transport binds a sender's id to its key with security on, not the
-// summaries it relays); decoding is bounded and strict, so a hostile table costs at most its bytes.
+// summaries it relays); decoding is bounded and strict, so a hostile table costs at most its bytes, and
+// the daemon merges only summaries of ids its membership knows, so made-up ids cannot fill the table.
 #include <cstdint>
 #include <map>
 #include <span>

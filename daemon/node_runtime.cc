@@ -363,7 +363,15 @@ struct NodeRuntime::Impl {
       if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
       engine::checkPayload(h, *f.payload);
       if (!endpoints.count(h.sender)) return void(++membershipRejected["status_not_member"]);
-      clusterStatus.merge(ClusterStatus::decode(*f.payload), now);
+      auto entries = ClusterStatus::decode(*f.payload);
+      // Only summaries of members this node knows are kept: hearsay about made-up ids could otherwise fill
+      // the table (it holds at most ClusterStatus::kMaxEntries) and crowd out real members.
+      const auto known = membership->members();  // sorted by id
+      std::erase_if(entries, [&](const NodeSummary& e) {
+        const auto it = std::lower_bound(known.begin(), known.end(), e.id, [](const peer::MemberInfo& m, PeerId x) { return m.id < x; });
+        return it == known.end() || it->id != e.id;
+      });
+      clusterStatus.merge(entries, now);
     } catch (const engine::FrameError& e) {
       ++membershipRejected[e.reason];
     } catch (const DecodeError&) {
