@@ -19,25 +19,22 @@ GraphSummary summarizeGraph(const engine::ViewGraph& vg, PeerId self) {
   GraphSummary s;
   s.epoch = vg.epoch;
   const auto& g = vg.graph;
-  const Eigen::MatrixXd W = topology::mixingMatrix(g, vg.weights);
+  // Edges and weights row by row (O(edges)): a dense W would need n^2 doubles, 34 GB at the 65,536-member
+  // limit. Row b lists the members b mixes from, so an edge a -> b carries w_ba.
   nlohmann::json edges = nlohmann::json::array(), selfw = nlohmann::json::object();
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    selfw[std::to_string(g.nodes[i])] = W(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(i));
-    for (auto j : g.out[i]) {
-      // Undirected edges once (a < b); a directed graph's edge i -> j once per direction.
-      if (!g.directed && g.nodes[j] < g.nodes[i]) continue;
-      edges.push_back({{"a", g.nodes[i]}, {"b", g.nodes[j]},
-                       {"weight", W(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(i))}});
+  for (const PeerId b : g.nodes) {
+    const auto row = topology::mixingRow(g, b, vg.weights);
+    selfw[std::to_string(b)] = row.self;
+    for (const auto& [a, w] : row.neighbors)
+      if (g.directed || a < b) edges.push_back({{"a", a}, {"b", b}, {"weight", w}});  // undirected: once
+    if (b == self) {
+      s.row = row.neighbors;
+      s.selfWeight = row.self;
     }
   }
   s.edges = std::move(edges);
   s.selfWeights = std::move(selfw);
-  if (g.size() >= 2 && g.size() <= kMaxSpectralNodes) s.spectralGap = topology::analyze(W).gap;
-  if (g.indexOf(self) >= 0) {
-    const auto row = topology::mixingRow(g, self, vg.weights);
-    s.row = row.neighbors;
-    s.selfWeight = row.self;
-  }
+  if (g.size() >= 2 && g.size() <= kMaxSpectralNodes) s.spectralGap = topology::analyze(topology::mixingMatrix(g, vg.weights)).gap;
   return s;
 }
 
