@@ -23,6 +23,7 @@
 // always adds the DECODED form of its own message to its own state (ALGORITHMS.md §3 rule 1).
 // Not thread-safe: one thread drives one node.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -132,8 +133,16 @@ class Algorithm {
   // Sum of the edge-decomposed dual d_i (LEAD family), for invariant checks; empty otherwise.
   virtual const Vec* dual() const { return nullptr; }
 
+  // Disagreement with the neighbours in the last apply(): || y_i - sum_j w_ij y_j ||_2 = || sum_j w_ij (y_i - y_j) ||
+  // over the row's neighbours whose values were mixed, where y is what this method mixes: the decoded model for
+  // D-PSGD (exactly the model disagreement with fp32/identity codecs), the compressed sketches C(x + e) for
+  // DeepSqueeze, the public replicas x_hat for CHOCO and y_hat = h + q for ED/LEAD/Prox-LEAD. Computed from
+  // values apply() has at hand (no extra message, no allocation); NaN before the first apply().
+  double disagreement() const { return disagreement_; }
+
  protected:
   Vec x_;
+  double disagreement_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Builds the algorithm for one node. x0 is the initial model; the compressor is owned by the caller and must

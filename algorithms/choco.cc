@@ -35,6 +35,7 @@ void Choco::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
     scratch_ += w * edges_.at(j).hat;
     total += w;
   }
+  disagreement_ = (total * hat_ - scratch_).norm();
   x_ += p_.gamma * (scratch_ - total * hat_);
   proxL1(x_, lr_ * p_.l1);
 }

@@ -16,7 +16,7 @@ PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compres
   if (!(p.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
   const auto n = x0.size();
   x_ = x0;
-  d_ = h_ = yhat_ = step_ = scratch_ = Vec::Zero(n);
+  d_ = h_ = yhat_ = step_ = scratch_ = mix_ = Vec::Zero(n);
 }
 
 void PrimalDual::startStep(const Vec& g, double lr) {
@@ -41,16 +41,20 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
   detail::validateReplicaRound(name_, c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   const double dualStep = p_.gamma / (2.0 * eta_);
   const double a = p_.alpha;
+  mix_.setZero();
   for (const auto& [j, w] : row.neighbors) {
     Edge& e = edges_.at(j);
     // scratch = yhat_j = h_j + q_j
     scratch_ = e.h;
     detail::decodeAdd(c_, *detail::findMessage(msgs, j), scratch_, 1.0);  // yhat_j = h_j + q_j
     e.h = (1.0 - a) * e.h + a * scratch_;
-    scratch_ = (dualStep * w) * (yhat_ - scratch_);  // this round's increment of e_ij
+    scratch_ = yhat_ - scratch_;
+    mix_ += w * scratch_;
+    scratch_ *= dualStep * w;  // this round's increment of e_ij
     e.e += scratch_;
     d_ += scratch_;
   }
+  disagreement_ = mix_.norm();
   x_ -= step_ + eta_ * d_;
   proxL1(x_, eta_ * p_.l1);
   h_ = (1.0 - a) * h_ + a * yhat_;

@@ -56,6 +56,7 @@ class PrimalDual final : public Algorithm {
   PeerId self_;
   bool started_ = false;
   Vec d_, h_, yhat_, step_, scratch_;
+  Vec mix_;  // sum_j w_ij (yhat_i - yhat_j) of the last apply, for disagreement()
   std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
   double eta_ = 0;
 };

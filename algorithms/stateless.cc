@@ -34,6 +34,8 @@ void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
     else
       selfWeight += w;
   }
+  // acc_ = sum_{j arrived} w_ij x_j, so x_i - sum_j w_ij x_j = (1 - selfWeight) x_i - acc_ (missing: x_j = x_i).
+  disagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
   x_.swap(acc_);
   x_ += selfWeight * own_ - step_;
   proxL1(x_, lr_ * p_.l1);
@@ -81,6 +83,8 @@ void DeepSqueeze::apply(Round, std::span<const Incoming> msgs, const topology::M
       present += w;
     }
   }
+  // acc_ - x_half = eta sum_{j arrived} w_ij c_j, and the mix moves x by eta sum_j w_ij (c_j - c_i).
+  disagreement_ = (present * own_ - (acc_ - x_) / p_.eta).norm();
   x_.swap(acc_);
   x_ -= (p_.eta * present) * own_;
   proxL1(x_, lr_ * p_.l1);
