@@ -1,5 +1,6 @@
 #include "daemon/cluster_status.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -40,6 +41,7 @@ void put(ByteWriter& w, const NodeSummary& s) {
   w.put(s.round);
   w.put(s.rounds);
   w.put(s.loss);
+  w.put(s.disagreement);
   w.put(s.accuracy);
   w.put(s.compression_ratio);
   w.put(s.rounds_per_second);
@@ -50,9 +52,15 @@ void put(ByteWriter& w, const NodeSummary& s) {
 }
 
 static_assert(sizeof(PeerId) == 4 && sizeof(Incarnation) == 8 && sizeof(Round) == 8, "wire sizes of a status entry");
-constexpr std::size_t kEntryBytes = 4 + 8 + 8 + 1 + 8 + 8 + 4 * 4 + 4 + 8 * 3;
+constexpr std::size_t kEntryBytes = 4 + 8 + 8 + 1 + 8 + 8 + 4 * 5 + 4 + 8 * 3;
 
 }  // namespace
+
+float summaryFloat(double v) {
+  if (std::isnan(v)) return std::numeric_limits<float>::quiet_NaN();
+  constexpr double kMax = std::numeric_limits<float>::max();
+  return static_cast<float>(std::clamp(v, -kMax, kMax));
+}
 
 void ClusterStatus::updateSelf(NodeSummary s, std::uint64_t nowMs) {
   s.id = self_;
@@ -113,6 +121,7 @@ std::vector<NodeSummary> ClusterStatus::decode(std::span<const std::byte> payloa
     s.round = r.get<Round>();
     s.rounds = r.get<Round>();
     s.loss = r.get<float>();
+    s.disagreement = r.get<float>();
     s.accuracy = r.get<float>();
     s.compression_ratio = r.get<float>();
     s.rounds_per_second = r.get<float>();
@@ -121,7 +130,7 @@ std::vector<NodeSummary> ClusterStatus::decode(std::span<const std::byte> payloa
     s.states_sent = r.get<std::uint64_t>();
     s.states_received = r.get<std::uint64_t>();
     // Values that would print as garbage on /cluster are refused (NaN loss means "not known yet").
-    if (s.state > static_cast<std::uint8_t>(NodeState::Done) || std::isinf(s.loss) ||
+    if (s.state > static_cast<std::uint8_t>(NodeState::Done) || std::isinf(s.loss) || std::isinf(s.disagreement) || s.disagreement < 0 ||
         !std::isfinite(s.accuracy) || s.accuracy > 1 || !std::isfinite(s.compression_ratio) ||
         !std::isfinite(s.rounds_per_second))
       throw DecodeError("status: entry of node " + std::to_string(s.id) + " out of range");

@@ -10,6 +10,7 @@
 // summaries it relays); decoding is bounded and strict, so a hostile table costs at most its bytes, and
 // the daemon merges only summaries of ids its membership knows, so made-up ids cannot fill the table.
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@ struct NodeSummary {
   Round round = 0;
   Round rounds = 0;
   float loss = 0;                  // NaN: not known yet
+  float disagreement = std::numeric_limits<float>::quiet_NaN();  // Algorithm::disagreement() of the last mixed round; NaN: none yet
   float accuracy = -1;             // < 0: not evaluated yet
   float compression_ratio = 0;     // 0: nothing sent yet
   float rounds_per_second = 0;
@@ -37,6 +39,11 @@ struct NodeSummary {
   std::uint64_t states_received = 0;
 };
 
+// A double for a float field of the summary: NaN stays NaN ("not known"); values beyond float's range
+// (a diverged loss, say) are clamped so the summary is still accepted and shows a huge number instead of
+// vanishing from every page exactly when it matters.
+float summaryFloat(double v);
+
 // The daemon's states (status.json's "state").
 enum class NodeState : std::uint8_t { Joining = 0, Syncing = 1, Training = 2, Stopped = 3, Done = 4 };
 const char* nodeStateName(std::uint8_t state);         // "joining", ...; "unknown" for a value out of range
@@ -45,7 +52,7 @@ std::uint8_t nodeStateFromName(const std::string& name);  // the inverse; Joinin
 class ClusterStatus {
  public:
   static constexpr std::size_t kMaxEntries = 4096;  // per message and in the table
-  static constexpr std::uint8_t kVersion = 1;
+  static constexpr std::uint8_t kVersion = 2;  // 2: disagreement added
 
   explicit ClusterStatus(PeerId self) : self_(self) {}
 

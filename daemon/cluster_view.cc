@@ -65,6 +65,7 @@ nlohmann::json statusJson(const ClusterStatus::Entry& e, std::uint64_t nowMs) {
           {"state", nodeStateName(s.state)},
           {"loss", orNull(s.loss, std::isfinite(s.loss))},
           {"accuracy", orNull(s.accuracy, s.accuracy >= 0)},
+          {"disagreement", orNull(s.disagreement, std::isfinite(s.disagreement))},
           {"bytes_sent", s.bytes_sent},
           {"compression_ratio", orNull(s.compression_ratio, s.compression_ratio > 0)},
           {"rounds_per_second", orNull(s.rounds_per_second, true)},

@@ -111,6 +111,11 @@ std::string renderMetrics(const NodeMetrics& m) {
     w.family("gossipd_test_accuracy_ratio", "gauge",
              "Accuracy (0..1) of the node's model on its test rows at the last evaluation (monitor.eval_every).")
         .sample(*m.test_accuracy);
+  if (m.disagreement)
+    w.family("gossipd_disagreement", "gauge",
+             "|| y_i - sum_j w_ij y_j ||_2 in the last mixed round, over the values the algorithm mixes (the model for "
+             "D-PSGD; compressed sketches or public replicas for the others: docs/monitoring.md).")
+        .sample(*m.disagreement);
   w.family("gossipd_alive_members", "gauge", "Members in this node's alive view (alive or suspect), itself included.")
       .sample(m.alive_members);
   w.family("gossipd_neighbors", "gauge", "Edges of this node in the current graph (agreed or being agreed).")

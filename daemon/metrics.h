@@ -60,6 +60,7 @@ struct NodeMetrics {
   std::uint64_t rounds_configured = 0;
   double train_loss = 0;
   std::optional<double> test_accuracy;  // only once evaluated
+  std::optional<double> disagreement;   // Algorithm::disagreement() of the last mixed round (none before)
   std::uint64_t alive_members = 0;
   std::uint64_t neighbors = 0;
   std::vector<LinkTraffic> links;

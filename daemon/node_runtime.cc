@@ -136,6 +136,7 @@ struct NodeRuntime::Impl {
   std::uint64_t roundStarted = 0;
   double accuracy = -1;
   double lastLoss = 0;
+  double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
   std::uint64_t membershipBytes = 0;
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
   std::map<std::string, std::uint64_t> membershipRejected;
@@ -429,7 +430,8 @@ struct NodeRuntime::Impl {
     s.state = nodeStateFromName(state);
     s.round = r;
     s.rounds = c.algorithm.rounds;
-    s.loss = static_cast<float>(lastLoss);
+    s.loss = summaryFloat(lastLoss);
+    s.disagreement = summaryFloat(lastDisagreement);
     s.accuracy = static_cast<float>(accuracy);
     if (traffic.modelPayloadBytes)
       s.compression_ratio = static_cast<float>(static_cast<double>(traffic.modelFrames) * static_cast<double>(engine->node().algorithm().x().size()) *
@@ -595,6 +597,7 @@ struct NodeRuntime::Impl {
     e.endRound(t);
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
+    lastDisagreement = e.node().algorithm().disagreement();
     afterRound(t + 1);
     progressed = true;
     return true;
@@ -666,6 +669,7 @@ struct NodeRuntime::Impl {
                      {"round", engine->nextRound()},
                      {"rounds", c.algorithm.rounds},
                      {"loss", lastLoss},
+                     {"disagreement", std::isfinite(lastDisagreement) ? nlohmann::json(lastDisagreement) : nlohmann::json(nullptr)},
                      {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
                      {"alive", membership->alive().size()},
                      {"neighbors", engine->links().size()},
@@ -706,6 +710,7 @@ struct NodeRuntime::Impl {
     m.rounds_configured = c.algorithm.rounds;
     m.train_loss = lastLoss;
     if (accuracy >= 0) m.test_accuracy = accuracy;
+    if (std::isfinite(lastDisagreement)) m.disagreement = lastDisagreement;
     m.alive_members = membership->alive().size();
     m.neighbors = engine->links().size();
     for (const auto& [peer, l] : traffic.byPeer)

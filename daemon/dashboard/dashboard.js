@@ -47,7 +47,7 @@
   }
 
   // ---- charts: created once; datasets are added per node and updated in place.
-  function lineChart(id, { xTime = false, yFormat = null, yMin } = {}) {
+  function lineChart(id, { xTime = false, yFormat = null, yMin, yLog = false } = {}) {
     const ticks = (f) => (f ? { callback: f, maxTicksLimit: 6 } : { maxTicksLimit: 6 });
     return new Chart($(id), {
       type: 'line',
@@ -60,7 +60,7 @@
         scales: {
           x: { type: 'linear', title: { display: true, text: xTime ? 'time' : 'round' },
                ticks: ticks(xTime ? clock : null) },
-          y: { min: yMin, ticks: ticks(yFormat) },
+          y: { type: yLog ? 'logarithmic' : 'linear', min: yMin, ticks: ticks(yFormat) },
         },
         plugins: {
           // With many nodes a legend entry per node would bury the chart: past 10 only the mean is named.
@@ -72,15 +72,17 @@
   }
   const dataset = (label, color, width) => ({ label, data: [], borderColor: color, backgroundColor: color, borderWidth: width });
   const pct = (v) => `${Math.round(v * 100)}%`;
+  const PER_NODE = ['loss', 'accuracy', 'disagreement'];  // charts with a curve per node and the cluster mean
   const charts = {
     loss: lineChart('loss'),
     accuracy: lineChart('accuracy', { yFormat: pct }),
+    disagreement: lineChart('disagreement', { yLog: true, yFormat: (v) => v.toPrecision(2) }),
     bytes: lineChart('bytes', { xTime: true, yMin: 0 }),
     ratio: lineChart('ratio', { xTime: true, yMin: 0 }),
   };
   // The cluster mean is dataset 0 of the per-node charts: thick, dark, and on top (Chart.js draws the
   // first dataset last).
-  for (const k of ['loss', 'accuracy']) charts[k].data.datasets.push(dataset('cluster mean', '#1d2430', 3));
+  for (const k of PER_NODE) charts[k].data.datasets.push(dataset('cluster mean', '#1d2430', 3));
   charts.bytes.data.datasets.push(dataset('MB sent', '#3b6fd6', 2));
   charts.ratio.data.datasets.push(dataset('compression ratio', '#8e44ad', 2));
 
@@ -95,12 +97,15 @@
 
   function updateCharts(c) {
     const ids = new Set(c.members.map((m) => m.id));
-    for (const k of ['loss', 'accuracy']) {
+    for (const k of PER_NODE) {
       const chart = charts[k];
       // A member gone from the view altogether takes its curve along (bounds the datasets in a churny cluster).
       const kept = chart.data.datasets.filter((d) => d.nodeId === undefined || ids.has(d.nodeId));
       if (kept.length !== chart.data.datasets.length) chart.data.datasets = kept;
-      for (const m of c.members) if (m.status) push(nodeDataset(chart, m.id).data, m.status.round, m.status[k], true);
+      for (const m of c.members) {
+        if (!m.status || (chart.options.scales.y.type === 'logarithmic' && !(m.status[k] > 0))) continue;  // log axis
+        push(nodeDataset(chart, m.id).data, m.status.round, m.status[k], true);
+      }
     }
     const sts = live(c).map((m) => m.status);
     const meanRound = mean(sts.map((s) => s.round).filter(isNum));
@@ -108,6 +113,7 @@
       const x = Math.round(meanRound);
       push(charts.loss.data.datasets[0].data, x, mean(sts.map((s) => s.loss).filter(isNum)), false);
       push(charts.accuracy.data.datasets[0].data, x, mean(sts.map((s) => s.accuracy).filter(isNum)), false);
+      push(charts.disagreement.data.datasets[0].data, x, mean(sts.map((s) => s.disagreement).filter((v) => isNum(v) && v > 0)), false);
     }
     // Traffic: every member with a summary (a dead node's bytes were still sent); ratios only once known.
     const all = c.members.filter((m) => m.status).map((m) => m.status);

@@ -28,9 +28,13 @@ for ((i = 0; i < N; i++)); do
   out=$(promtool check metrics <"$WORK/metrics-$i.txt" 2>&1) || fail "promtool check metrics on node $i: $out"
   [ -z "$out" ] || fail "promtool check metrics on node $i complains: $out"
   for m in gossipd_round gossipd_train_loss gossipd_compression_ratio 'gossipd_bytes_sent_total{peer="'$((1 - i))'"}' \
-           'gossipd_peer_up{peer="'$((1 - i))'"}' gossipd_round_duration_seconds_count gossipd_incarnation gossipd_neighbors; do
+           'gossipd_peer_up{peer="'$((1 - i))'"}' gossipd_round_duration_seconds_count gossipd_incarnation gossipd_neighbors \
+           gossipd_disagreement; do
     grep -q "^$m " "$WORK/metrics-$i.txt" || fail "node $i: no sample $m in /metrics"
   done
+  # Two nodes with different data never agree exactly: a positive, finite disagreement.
+  awk '$1 == "gossipd_disagreement" { ok = ($2 + 0 > 0 && $2 + 0 < 1e30) } END { exit !ok }' "$WORK/metrics-$i.txt" ||
+    fail "node $i: gossipd_disagreement is not a positive finite number: $(grep '^gossipd_disagreement ' "$WORK/metrics-$i.txt")"
 done
 echo "ok: promtool check metrics accepts /metrics of both nodes ($(wc -l <"$WORK/metrics-0.txt") lines)"
 

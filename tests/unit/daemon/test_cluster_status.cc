@@ -23,6 +23,7 @@ NodeSummary summary(gossip::PeerId id, gossip::Incarnation inc, std::uint64_t se
   s.rounds = 1000;
   s.loss = 0.5f;
   s.accuracy = 0.75f;
+  s.disagreement = 0.25f;
   s.bytes_sent = 123456789012ull;
   return s;
 }
@@ -32,6 +33,7 @@ TEST_CASE("a status table survives encode and decode, self first") {
   ClusterStatus a(3);
   NodeSummary self = summary(3, 0, 0, 42);
   self.loss = std::numeric_limits<float>::quiet_NaN();  // not known yet: allowed
+  self.disagreement = std::numeric_limits<float>::quiet_NaN();
   a.updateSelf(self, 10);
   const NodeSummary others[] = {summary(1, 0, 5, 40), summary(7, 2, 1, 41)};
   CHECK(a.merge(others, 10) == 2);
@@ -45,6 +47,22 @@ TEST_CASE("a status table survives encode and decode, self first") {
   CHECK(got[2].incarnation == 2);
   CHECK(got[2].bytes_sent == 123456789012ull);
   CHECK(got[2].accuracy == 0.75f);
+  CHECK(std::isnan(got[0].disagreement));  // none mixed yet
+  CHECK(got[2].disagreement == 0.25f);
+}
+
+TEST_CASE("summaryFloat keeps NaN and clamps what float cannot hold, so a diverged node still shows") {
+  CHECK(std::isnan(gossip::daemon::summaryFloat(std::nan(""))));
+  CHECK(gossip::daemon::summaryFloat(1e300) == std::numeric_limits<float>::max());
+  CHECK(gossip::daemon::summaryFloat(-1e300) == -std::numeric_limits<float>::max());
+  CHECK(gossip::daemon::summaryFloat(std::numeric_limits<double>::infinity()) == std::numeric_limits<float>::max());
+  CHECK(gossip::daemon::summaryFloat(0.5) == 0.5f);
+  NodeSummary s = summary(1, 0, 1, 1);
+  s.loss = gossip::daemon::summaryFloat(1e300);
+  s.disagreement = gossip::daemon::summaryFloat(1e300);
+  ClusterStatus a(1);
+  a.updateSelf(s, 0);
+  CHECK(ClusterStatus::decode(a.encode())[0].loss == std::numeric_limits<float>::max());
 }
 
 TEST_CASE("merge keeps the newest summary by incarnation, then sequence, and never overwrites self") {
@@ -75,7 +93,7 @@ TEST_CASE("decode refuses malformed tables") {
 
   CHECK_THROWS_AS(ClusterStatus::decode({}), DecodeError);
   Bytes b = good;
-  b[0] = std::byte{2};  // version
+  b[0] = std::byte{ClusterStatus::kVersion - 1};  // the previous layout (without disagreement)
   CHECK_THROWS_AS(ClusterStatus::decode(b), DecodeError);
   b = good;
   b.pop_back();  // truncated
@@ -94,6 +112,10 @@ TEST_CASE("decode refuses malformed tables") {
   bad.updateSelf(s, 0);
   CHECK_THROWS_AS(ClusterStatus::decode(bad.encode()), DecodeError);
   s.accuracy = 0.5f;
+  s.disagreement = -1.0f;  // a norm is never negative
+  bad.updateSelf(s, 0);
+  CHECK_THROWS_AS(ClusterStatus::decode(bad.encode()), DecodeError);
+  s.disagreement = 0.0f;
   s.state = 200;
   bad.updateSelf(s, 0);
   CHECK_THROWS_AS(ClusterStatus::decode(bad.encode()), DecodeError);
