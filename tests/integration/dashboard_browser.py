@@ -77,6 +77,7 @@ class FakeCluster:
                 status = None if (i == 2 and t < 2.5) else {  # node 2: no summary yet at first
                     "round": rnd, "rounds": 100000, "state": "training",
                     "loss": 2.3 / (1 + rnd / 200) + 0.05 * i,
+                    "disagreement": 1.0 / (1 + rnd / 100) + 0.01 * i,
                     "accuracy": None if t < 3 else min(0.95, 0.5 + rnd / 2000),
                     "bytes_sent": 20000 * rnd, "compression_ratio": 33.1 if rnd else 0,
                     "rounds_per_second": 40.0, "neighbors": 2, "states_sent": 0, "states_received": 0,
@@ -195,13 +196,16 @@ def scenario(page, url, n, victim, kill, disconnect, reconnect=None, screenshot=
         const c = Chart.getChart('loss');
         return c && c.data.datasets.filter(d => d.data.length > 0).length === %d
                  && c.data.datasets[0].data.length >= 2""" % (n + 1), 60)
+    page.wait("disagreement points for all %d nodes and the cluster mean" % n, """
+        const c = Chart.getChart('disagreement');
+        return c && c.data.datasets.filter(d => d.data.length > 0).length === %d""" % (n + 1), 60)
     joins = page.wait("%d join events in the event list" % (n - 1), """
         const j = [...document.querySelectorAll('#events li')].filter(li => li.dataset.kind === 'joined');
         return j.length >= %d && j.length""" % (n - 1), 30)
     page.wait("the header to count %d of %d alive" % (n, n),
               "return document.getElementById('alive').textContent.startsWith('%d of %d')" % (n, n), 30)
     page.wait("a bytes-sent curve", "return Chart.getChart('bytes').data.datasets[0].data.length >= 2", 30)
-    print("ok: %d members drawn, loss curves for all, %d join events, the header counts %d alive" % (n, joins, n))
+    print("ok: %d members drawn, loss and disagreement curves for all, %d join events, the header counts %d alive" % (n, joins, n))
     # The curves grow as rounds pass: the cluster-mean loss series gains points, at later rounds.
     before = page.js("const d = Chart.getChart('loss').data.datasets[0].data; return [d.length, d[d.length - 1].x]")
     page.wait("the cluster-mean loss curve to grow past round %s" % before[1], """
