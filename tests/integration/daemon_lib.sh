@@ -12,7 +12,7 @@ cleanup() {
     echo "--- logs (test failed, rc=$rc) ---" >&2
     for f in "$WORK"/*/log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n ${LOG_LINES:-15} "$f" >&2; }; done
   fi
-  rm -rf "$WORK"
+  if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK (KEEP_WORK)" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 

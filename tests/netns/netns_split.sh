@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Eight hosts split 4/4 and healed (namespaces + veth, see netns_lib.sh), Prox-LEAD with the 2-bit LEAD
+# compressor and an l1 term. While apart, each island declares the other dead and trains on as a ring of
+# four; after the heal the two islands must find each other (re-contact of dead members), merge into one
+# ring of eight with fresh edges, and converge to the optimum of the FULL eight-node objective again: the
+# split dropped every cross edge at both ends, so the edge-decomposed dual still sums to zero and nothing
+# needs a reset. Reference: `gossipd sim` with the same data and no fault, run far past convergence.
+# Detection and heal times are printed (informational: no timing assertion in a test).
+#
+# NOT YET PASSING, so not registered in ctest (issue 8): the islands find each other within a second of
+# the heal, but the merge does not settle into one ring of eight. Nodes that rejoin as a new incarnation
+# take a state transfer, begin training while the edges their view wants are not agreed yet, and then run
+# their rounds alone at compute speed (NodeEngine::readyToBegin blocks only while its own proposal is
+# unanswered, and only for hello_timeout_ms): a node ran from round 31370 to 40000 in under 2 s, finished
+# and left, and its neighbours saw "left" in the middle of the merge. Run it by hand:
+#   sudo KEEP_WORK=1 tests/netns/netns_split.sh build/release/daemon/gossipd
+GOSSIPD=$1
+source "$(dirname "$0")/netns_lib.sh"
+netns_require
+source "$(dirname "$0")/../integration/daemon_lib.sh"
+trap 'rc=$?; netns_cleanup; [ $rc = 0 ] || for f in "$WORK"/*/log; do echo "== $f" >&2; tail -n 12 "$f" >&2; done; (exit $rc); cleanup' EXIT
+N=8
+LEFT="0 1 2 3"
+RIGHT="4 5 6 7"
+PROBE_MS=200
+SUSPICION_MS=$((4 * PROBE_MS))  # suspicion_mult 4 * max(1, log10(8)) * probe interval (docs/config.md)
+# Enough rounds after the merge for Prox-LEAD to settle far below 1e-8 (it needs about 3000 on this
+# problem, from the daemon fault runs in docs/results.md); the test fails if the merge leaves fewer. The
+# split and heal take about 10 s of wall time, about 10000 rounds here (~1000 rounds/s on 2 cores).
+ROUNDS=${ROUNDS:-40000}
+SETTLE=4000
+netns_setup $N
+
+sets=(data.format=synthetic model.kind=logistic model.l2=0.01 model.l1=0.001 cluster.nodes=$N cluster.topology=ring
+      algorithm.name=prox_lead compressor.name=lead algorithm.estimator=full algorithm.lr=0.2
+      algorithm.rounds=$ROUNDS node.checkpoint_every=0 cluster.probe_interval_ms=$PROBE_MS cluster.suspicion_mult=4
+      monitor.eval_every=0 monitor.status_every_ms=100)
+args=()
+for s in "${sets[@]}"; do args+=(--set "$s"); done
+start_ns_node() {  # ID: node ID in host ID, on a fixed port of its own address, seeded by node 0
+  local id=$1 dir="$WORK/node-$1"
+  mkdir -p "$dir"
+  ip netns exec "$(netns_name $id)" "$GOSSIPD" run "${args[@]}" --set node.id="$id" --set node.data_dir="$dir" \
+    --set node.listen="tcp://$(netns_ip $id):7000" --set "cluster.seeds=[\"tcp://$(netns_ip 0):7000\"]" \
+    >>"$dir/log" 2>&1 &
+  NODE_PID[$id]=$!
+  PIDS+=($!)
+}
+round_of() { status_field "$1" round; }
+at_least() { local r; r=$(round_of "$1") && [ "$r" -ge "$2" ]; }
+sees() { [ "$(status_field "$1" alive)" = "$2" ] && [ "$(status_field "$1" neighbors)" = 2 ]; }
+all_see() { local want=$1 i; shift; for i in "$@"; do sees "$i" "$want" || return 1; done; }
+stamp() { grep -m1 -E "$1" "$2" | sed -E 's/.*\[t=([0-9]+)\].*/\1/'; }
+
+for ((i = 0; i < N; i++)); do start_ns_node $i; done
+for ((i = 0; i < N; i++)); do wait_for 60 "node $i to pass round 300" at_least $i 300; done
+echo "ok: $N nodes train across $N namespaces"
+
+split_ms=$(date +%s%3N)
+netns_split "$LEFT" "$RIGHT"
+echo "info: split at t=$split_ms (round $(round_of 0))"
+# Each island declares the other dead and re-forms a ring of four.
+for i in $LEFT; do wait_for 30 "node $i (left) to see a ring of 4 after the split" sees $i 4; done
+for i in $RIGHT; do wait_for 30 "node $i (right) to see a ring of 4 after the split" sees $i 4; done
+islands_ms=$(date +%s%3N)
+r0=$(round_of 0) r4=$(round_of 4)
+wait_for 30 "the left island to train on while apart" at_least 0 $((r0 + 100))
+wait_for 30 "the right island to train on while apart" at_least 4 $((r4 + 100))
+# The split lasts twice the suspicion timeout past the islands' re-forming (the fault's length).
+sleep "$(awk -v ms="$SUSPICION_MS" 'BEGIN { print 2 * ms / 1000 }')"
+echo "ok: split 4/4, both islands trained on apart (left from round $r0 to $(round_of 0), right from $r4 to $(round_of 4))"
+first_dead=$(for i in $LEFT; do stamp "member [4-7] \(incarnation 0\) declared dead" "$WORK/node-$i/log"; done | sort -n | head -1)
+
+heal_ms=$(date +%s%3N)
+netns_heal
+echo "info: healed at t=$heal_ms (round $(round_of 0))"
+wait_for 60 "all 8 nodes to see each other and a ring of 8 again after the heal" all_see 8 0 1 2 3 4 5 6 7
+merged_ms=$(date +%s%3N)
+merged_round=0
+for ((i = 0; i < N; i++)); do r=$(round_of $i); [ "$r" -gt "$merged_round" ] && merged_round=$r; done
+echo "info: detection $((first_dead - split_ms)) ms from the split to the first death verdict;" \
+  "islands re-formed after $((islands_ms - split_ms)) ms; merged (8 alive, ring of 8 on every node)" \
+  "$((merged_ms - heal_ms)) ms after the heal, at round $merged_round"
+[ $((ROUNDS - merged_round)) -ge $SETTLE ] ||
+  fail "merged at round $merged_round, fewer than $SETTLE of $ROUNDS rounds left to converge (raise ROUNDS)"
+rejoined=$(grep -l "rejoining as incarnation" "$WORK"/node-*/log | wc -l)
+echo "info: $rejoined of $N nodes rejoined as a new incarnation"
+
+for ((i = 0; i < N; i++)); do wait_exit $i 600; done
+echo "ok: every node ran to round $ROUNDS and stopped cleanly"
+
+# The reference: the same eight shards, no fault, run well past convergence by the simulator.
+"$GOSSIPD" sim --out "$WORK/sim.json" --save-models "$WORK/sim" "${args[@]}" --set algorithm.rounds=$((2 * ROUNDS)) \
+  --set sim.eval_every=$ROUNDS >/dev/null 2>"$WORK/sim.err" || { cat "$WORK/sim.err" >&2; fail "gossipd sim"; }
+/usr/bin/python3 - "$WORK" $N <<'EOF' || fail "the merged cluster did not reach the full optimum"
+import json, sys
+import numpy as np
+work, n = sys.argv[1], int(sys.argv[2])
+ref = json.load(open(f"{work}/sim.json"))["records"][-1]
+xs = np.mean([np.load(f"{work}/sim/node-{i}/model.npy") for i in range(n)], axis=0)
+errs = [float(np.linalg.norm(np.load(f"{work}/node-{i}/model.npy") - xs) / np.linalg.norm(xs)) for i in range(n)]
+print(f"info: reference run's own rel_error to the solver's optimum {ref.get('rel_error')}; "
+      f"daemons' max relative distance to it {max(errs):.3g}")
+if not max(errs) <= 1e-8:
+    print("FAIL: per node " + " ".join(f"{e:.3g}" for e in errs))
+    sys.exit(1)
+print("ok: every node ends at the full 8-node optimum (max relative distance <= 1e-8)")
+EOF
