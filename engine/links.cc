@@ -148,12 +148,16 @@ void NodeEngine::holdEdges(bool hold, std::uint64_t nowMs) {
 }
 
 bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const {
-  (void)t;
   if (!linked_ || stateless_) return true;
-  for (const auto& [j, l] : links_) {
-    if (l.scheduled) continue;
-    if (l.proposer && l.proposal != 0 && nowMs < l.proposedAt + linkOpts_.hello_timeout_ms) return false;
-    if (startBarrier) return false;
+  for (const auto& [j, l] : links_)
+    if (!l.scheduled && l.proposer && l.proposal != 0 && nowMs < l.proposedAt + linkOpts_.hello_timeout_ms) return false;
+  if (!startBarrier) return true;
+  // Every neighbour of the view needs an agreed edge that still runs at round t. Looking at the view's
+  // neighbours, not at links_, matters: a link the peer closed is gone from links_ until the next tick
+  // re-creates it, and a node that counted only the links it had ran its rounds alone meanwhile.
+  for (const PeerId j : sendTo_) {
+    const auto it = links_.find(j);
+    if (it == links_.end() || !it->second.scheduled || it->second.end <= t) return false;
   }
   return true;
 }
@@ -189,6 +193,20 @@ bool NodeEngine::roundReady(Round t) const {
 void NodeEngine::tick(std::uint64_t nowMs) {
   nowMs_ = nowMs;
   if (!linked_ || stateless_) return;
+  // A neighbour the view still wants whose link is gone (the peer closed it while views disagreed, as in
+  // the merge after a partition heals) gets a fresh link; the proposer side proposes after hello_retry_ms.
+  // setMembers creates links only when the view changes, so without this the edge never came back.
+  if (vg_ && !holdEdges_)
+    for (const PeerId j : sendTo_) {
+      if (links_.count(j)) continue;
+      const Member* m = member(j);
+      if (!m) continue;
+      Link l;
+      l.incarnation = m->incarnation;
+      l.proposer = self_ < j;
+      l.retryAt = nowMs + linkOpts_.hello_retry_ms;
+      links_.emplace(j, std::move(l));
+    }
   for (auto& [j, l] : links_) {
     if (!l.scheduled && l.proposer) {
       if (l.proposal != 0 && nowMs >= l.proposedAt + linkOpts_.hello_timeout_ms) {

@@ -135,8 +135,10 @@ class NodeEngine {
   // round this node will begin. Drops edges of members that left the view at once; proposes or closes
   // edges where the view's graph changed.
   void setMembers(View alive, Round next, std::uint64_t nowMs);
-  // Whether round t may begin now: false while a proposal of this node waits for its answer (and, with
-  // `startBarrier`, while any edge the view wants is not agreed yet: the first round of a cluster).
+  // Whether round t may begin now: false while a proposal of this node waits for its answer, and, with
+  // `startBarrier`, while any neighbour of the view has no agreed edge running at t. The daemon sets the
+  // barrier for every round of the replica methods: without it a node whose edges were being agreed (a
+  // rejoin, a merge after a partition) ran its rounds alone at compute speed.
   bool readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const;
   // Whether every message round t needs has arrived (linked mode; the sim mode mixes what it has).
   bool roundReady(Round t) const;
