@@ -111,6 +111,8 @@ def parse_args():
     ap.add_argument("--data", default=DATA, help="directory with the four Fashion-MNIST .gz files")
     ap.add_argument("--out", default="", help="JSON results (rank 0)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--test-max", type=int, default=0,
+                    help="evaluate on the first N test images (gossipd monitor.eval_test_max); 0 = all 10,000")
     a = ap.parse_args()
     checks = [(a.world_size >= 1, "--world-size must be >= 1"), (0 <= a.rank < a.world_size, "--rank must be in [0, world-size)"),
               (a.master.rpartition(":")[2].isdigit() and a.master.rpartition(":")[0], "--master must be ADDR:PORT"),
@@ -148,6 +150,8 @@ def main():
     if a.rank == 0:
         xte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz")).astype(np.float32) / 255.0)
         yte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz")).ravel().astype(np.int64))
+        if a.test_max > 0:
+            xte, yte = xte[:a.test_max], yte[:a.test_max]
 
     dist.init_process_group("gloo", init_method=f"tcp://{a.master}", rank=a.rank, world_size=a.world_size,
                             timeout=datetime.timedelta(seconds=600))
