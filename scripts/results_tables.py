@@ -152,6 +152,26 @@ def http_load_table():
           f"{l['idle_closed_by_server']} closed by the server; {l['slow_readers']} slow readers.")
 
 
+def bandwidth_table():
+    runs = [r for r in (load("bandwidth_tta"), load("bandwidth_tta_eval20")) if r]
+    if not runs:
+        return
+    names = {"dpsgd": "gossipd D-PSGD, fp32", "deepsqueeze": "gossipd DeepSqueeze, top-1%",
+             "choco": "gossipd CHOCO-SGD, top-1%", "ddp": "PyTorch DDP, gloo all-reduce (fp32)"}
+    print(f"| run | method | time to {100 * runs[0]['target_accuracy']:.0f}% | rounds (DDP: steps) | MB sent, 8 hosts | "
+          "speed-up over D-PSGD fp32 | speed-up over DDP |")
+    print("|---|---|---|---|---|---|---|")
+    for k, r in enumerate(runs, 1):
+        by = {x["method"]: x for x in r["runs"]}
+        for x in r["runs"]:
+            t = f"{x['seconds']:.1f} s" if x["reached"] else f"not reached in {x['seconds']:.0f} s ({100 * x['accuracy']:.1f}%)"
+            def vs(m):
+                b = by.get(m)
+                return f"{b['seconds'] / x['seconds']:.1f}×" if b and b["reached"] and x["reached"] and b is not x else "-"
+            print(f"| {k} (eval every {r['eval_every']}) | {names.get(x['method'], x['method'])} | {t} | {x['rounds']} | "
+                  f"{x['bytes_sent'] / 1e6:,.0f} | {vs('dpsgd')} | {vs('ddp')} |")
+
+
 def fuzz_table():
     runs = load("fuzz")
     if not runs:
@@ -177,6 +197,7 @@ SECTIONS = {
     "TABLE_DOCKER_CHAOS": docker_chaos_table,
     "TABLE_HTTP_LOAD": http_load_table,
     "TABLE_FUZZ": fuzz_table,
+    "TABLE_BANDWIDTH": bandwidth_table,
 }
 
 
