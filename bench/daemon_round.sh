@@ -59,6 +59,13 @@ PY
 )
 [ -n "${c2:-}" ] || { echo "the probe of node 0's status failed"; exit 1; }
 wait
+# A round time means something only if the two daemons mixed every round: a death (as with CurveZMQ and
+# 64 MB frames, docs/security.md) leaves each training alone, with rounds as fast as its compute.
+if grep -q "declared dead" "$W"/cl/node-*/log; then
+  echo "daemon_round: a node was declared dead during the run; its round times are not a measurement" >&2
+  grep -h "declared dead" "$W"/cl/node-*/log | head -3 >&2
+  exit 1
+fi
 bytes=$((4 * (DIM + 1) + 52))
 "$BUILD/bench/bench_transport" --exchange --kb $(((bytes + 1023) / 1024)) --messages $(( DIM > 1000000 ? 10 : 200 )) --trials 3 >"$W/raw.json"
 mkdir -p "$(dirname "$OUT")"
