@@ -142,6 +142,9 @@ std::string renderMetrics(const NodeMetrics& m) {
   for (const auto& [reason, n] : m.rejected_by_reason) w.sample(n, {{"reason", reason}});
   w.family("gossipd_suspicions_total", "counter", "Members this node learned were suspected of having failed.")
       .sample(m.suspicions);
+  w.family("gossipd_refutations_total", "counter",
+           "Suspicions this node learned were refuted (the suspected member proved alive).")
+      .sample(m.refutations);
   w.family("gossipd_deaths_total", "counter", "Members this node learned were declared dead.").sample(m.deaths);
   w.family("gossipd_disconnects_total", "counter", "Peer connections the transport saw break (each one a probe hint).")
       .sample(m.disconnects);

@@ -70,6 +70,7 @@ struct NodeMetrics {
   std::uint64_t messages_missing = 0;
   std::map<std::string, std::uint64_t> rejected_by_reason;
   std::uint64_t suspicions = 0;
+  std::uint64_t refutations = 0;
   std::uint64_t deaths = 0;
   std::uint64_t disconnects = 0;
   std::uint64_t state_transfers_sent = 0;

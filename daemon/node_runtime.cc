@@ -142,7 +142,7 @@ struct NodeRuntime::Impl {
   std::map<std::string, std::uint64_t> membershipRejected;
   std::uint64_t nextStatus = 0, nextProgress = 0;
   Round lastCheckpoint = 0;
-  std::uint64_t suspicions = 0, deaths = 0;
+  std::uint64_t suspicions = 0, refutations = 0, deaths = 0;
   std::vector<std::string> extraSeeds;  // members known before a rejoin
   std::uint64_t stateAskedAt = 0;
   // Monitoring (docs/monitoring.md): /metrics and /status are rebuilt with status.json.
@@ -489,6 +489,7 @@ struct NodeRuntime::Impl {
                          : e.kind == K::Refuted ? "refuted" : e.kind == K::Died ? "dead" : "left";
       noteEvent(e.id, e.incarnation, kind, "member " + std::to_string(e.id) + " (incarnation " + std::to_string(e.incarnation) + ") " + what);
       if (e.kind == K::Suspected) ++suspicions;
+      if (e.kind == K::Refuted) ++refutations;
       if (e.kind == K::Died) ++deaths;
       // Fresh connections for a member that died, left or came back as a new incarnation: a TCP
       // connection that carried frames into a cut link keeps them in its retransmission backoff for tens
@@ -692,6 +693,7 @@ struct NodeRuntime::Impl {
                      {"rejected_by_reason", rejected.first},
                      {"disconnects", zmq->stats().disconnects},
                      {"suspicions", suspicions},
+                     {"refutations", refutations},
                      {"deaths", deaths},
                      {"last_checkpoint", lastCheckpoint},
                      {"seconds", static_cast<double>(now) / 1000.0}};
@@ -732,6 +734,7 @@ struct NodeRuntime::Impl {
     m.messages_missing = st.messages_missing;
     m.rejected_by_reason = rejected;
     m.suspicions = suspicions;
+    m.refutations = refutations;
     m.deaths = deaths;
     m.disconnects = z.disconnects;
     m.state_transfers_sent = st.states_sent;

@@ -29,7 +29,7 @@ for ((i = 0; i < N; i++)); do
   [ -z "$out" ] || fail "promtool check metrics on node $i complains: $out"
   for m in gossipd_round gossipd_train_loss gossipd_compression_ratio 'gossipd_bytes_sent_total{peer="'$((1 - i))'"}' \
            'gossipd_peer_up{peer="'$((1 - i))'"}' gossipd_round_duration_seconds_count gossipd_incarnation gossipd_neighbors \
-           gossipd_disagreement; do
+           gossipd_disagreement gossipd_suspicions_total gossipd_refutations_total; do
     grep -q "^$m " "$WORK/metrics-$i.txt" || fail "node $i: no sample $m in /metrics"
   done
   # Two nodes with different data never agree exactly: a positive, finite disagreement.
