@@ -31,6 +31,8 @@ dump_logs() {
   for ((i = 0; i < N; i++)); do
     local c; c=$(task $i) || continue
     [ -n "$c" ] && { echo "== node-$i (first lines, then the last)"; docker logs "$c" 2>&1 | head -n 6; echo "..."; docker logs --tail 8 "$c" 2>&1; }
+    # The whole logs, when the caller asked for them (DOCKER_ARTEFACTS=DIR).
+    [ -n "$c" ] && [ -n "${DOCKER_ARTEFACTS:-}" ] && { mkdir -p "$DOCKER_ARTEFACTS"; docker logs "$c" >"$DOCKER_ARTEFACTS/swarm-node-$i.log" 2>&1; }
   done
 }
 # The running container of service node-I.
@@ -68,7 +70,8 @@ wait_for 120 "node-$S to run a task again" has_task $S
 CS=$(task $S)
 # Usually incarnation 1; a later one if its first life was declared dead and rejoined before the stop (the
 # swarm may detach the task from the network before its SIGTERM). What matters is the resume.
-resumed_line() { docker logs "$CS" 2>&1 | grep -m1 -E "incarnation [0-9]+ listening.*resumed at round"; }
+# (The logs are read whole first: grep -m1 on the pipe would end docker logs with SIGPIPE, fatal under pipefail.)
+resumed_line() { local l; l=$(docker logs "$CS" 2>&1) && grep -m1 -E "incarnation [0-9]+ listening.*resumed at round" <<<"$l"; }
 wait_for 90 "node-$S to resume from its volume's checkpoint" resumed_line
 inc=$(resumed_line | sed -E 's/.*incarnation ([0-9]+) listening.*/\1/')
 [ "$inc" -ge 1 ] || fail "node-$S resumed as incarnation $inc, not as a later life"
