@@ -27,15 +27,7 @@ args=(--set data.format=synthetic --set model.kind=logistic --set model.l2=0.01 
       --set cluster.topology=ring "${algo[@]}" --set algorithm.rounds=100000000
       --set cluster.probe_interval_ms=$PROBE_MS --set cluster.suspicion_mult=4
       --set monitor.eval_every=0 --set monitor.status_every_ms=100)
-start_ns_node() {  # ID: node ID in host ID, on a fixed port of its own address, seeded by node 0
-  local id=$1 dir="$WORK/node-$1"
-  mkdir -p "$dir"
-  ip netns exec "$(netns_name $id)" "$GOSSIPD" run "${args[@]}" --set node.id="$id" --set node.data_dir="$dir" \
-    --set node.listen="tcp://$(netns_ip $id):7000" --set "cluster.seeds=[\"tcp://$(netns_ip 0):7000\"]" \
-    >>"$dir/log" 2>&1 &
-  NODE_PID[$id]=$!
-  PIDS+=($!)
-}
+start_ns_node() { netns_start_gossipd "$1" "${args[@]}"; }
 round_of() { status_field "$1" round; }
 at_least() { local r; r=$(round_of "$1") && [ "$r" -ge "$2" ]; }
 for ((i = 0; i < N; i++)); do start_ns_node $i; done

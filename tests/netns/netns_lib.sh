@@ -12,6 +12,7 @@
 #   netns_split "I J.." "K L.."  two islands: the second group's links move to a second bridge
 #   netns_heal                every host back on the first bridge
 #   netns_cap RATE            tbf on both ends of every veth (egress of the host and towards it)
+#   netns_start_gossipd I ARGS...  `gossipd run ARGS` as node I in host I (needs daemon_lib.sh)
 NETNS_PFX=${NETNS_PFX:-gn$$}
 NETNS_N=0
 NETNS_SW="${NETNS_PFX}sw"
@@ -87,4 +88,18 @@ netns_cap() {
     ip netns exec "$(netns_name $i)" tc qdisc replace dev eth0 root tbf rate "$rate" burst 32kbit latency 400ms
     ip netns exec "$NETNS_SW" tc qdisc replace dev "$(netns_veth $i)" root tbf rate "$rate" burst 32kbit latency 400ms
   done
+}
+
+# netns_start_gossipd I ARGS...: `$GOSSIPD run ARGS` as node I in host I, on port 7000 of the host's own
+# address, seeded by host 0, data dir and log in $WORK/node-I; its pid in NODE_PID[I] and PIDS (the
+# variables of tests/integration/daemon_lib.sh, which the caller sources).
+netns_start_gossipd() {
+  local id=$1 dir="$WORK/node-$1"
+  shift
+  mkdir -p "$dir"
+  ip netns exec "$(netns_name $id)" "$GOSSIPD" run "$@" --set node.id="$id" --set node.data_dir="$dir" \
+    --set node.listen="tcp://$(netns_ip $id):7000" --set "cluster.seeds=[\"tcp://$(netns_ip 0):7000\"]" \
+    >>"$dir/log" 2>&1 &
+  NODE_PID[$id]=$!
+  PIDS+=($!)
 }

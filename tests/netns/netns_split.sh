@@ -35,15 +35,7 @@ sets=(data.format=synthetic model.kind=logistic model.l2=0.01 model.l1=0.001 clu
       monitor.eval_every=0 monitor.status_every_ms=100)
 args=()
 for s in "${sets[@]}"; do args+=(--set "$s"); done
-start_ns_node() {  # ID: node ID in host ID, on a fixed port of its own address, seeded by node 0
-  local id=$1 dir="$WORK/node-$1"
-  mkdir -p "$dir"
-  ip netns exec "$(netns_name $id)" "$GOSSIPD" run "${args[@]}" --set node.id="$id" --set node.data_dir="$dir" \
-    --set node.listen="tcp://$(netns_ip $id):7000" --set "cluster.seeds=[\"tcp://$(netns_ip 0):7000\"]" \
-    >>"$dir/log" 2>&1 &
-  NODE_PID[$id]=$!
-  PIDS+=($!)
-}
+start_ns_node() { netns_start_gossipd "$1" "${args[@]}"; }
 # One python per poll for all nodes (a python per node and field was too slow at ~1000 rounds/s: the
 # islands were confirmed 18 s after they formed).
 cat >"$WORK/poll.py" <<'PY'

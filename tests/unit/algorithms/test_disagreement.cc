@@ -9,6 +9,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
+#include "gossip_only.h"
 #include "harness.h"
 #include "problems.h"
 
@@ -16,31 +17,7 @@ using namespace gossip;
 using namespace gossip::testing;
 
 namespace {
-
-class ZeroGradient final : public training::GradientEstimator {
- public:
-  double estimate(const Vec& x, Vec& g) override {
-    g = Vec::Zero(x.size());
-    return 0.0;
-  }
-};
-
-Vec start(PeerId id, Eigen::Index d) {
-  Rng r(300 + id);
-  Vec x(d);
-  for (auto& v : x) v = r.normal() * (1.0 + id);
-  return x;
-}
-
 Vec fp32(const Vec& x) { return x.cast<float>().cast<double>(); }
-
-MiniNet::Factory gossipOnly(const algo::AlgorithmParams& params, const compress::Compressor& c, Eigen::Index d) {
-  return [&params, &c, d](PeerId id) {
-    return std::make_unique<algo::Node>(id, algo::makeAlgorithm(params, c, id, start(id, d)),
-                                        std::make_unique<ZeroGradient>(), algo::NodeSchedule{});
-  };
-}
-
 }  // namespace
 
 TEST_CASE("disagreement is NaN before mixing, then || y_i - sum_j w_ij y_j || of the mixed values") {

@@ -5,6 +5,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
+#include "gossip_only.h"
 #include "harness.h"
 #include "problems.h"
 
@@ -12,29 +13,6 @@ using namespace gossip;
 using namespace gossip::testing;
 
 namespace {
-
-// Zero gradient: pure gossip averaging from different starting points.
-class ZeroGradient final : public training::GradientEstimator {
- public:
-  double estimate(const Vec& x, Vec& g) override {
-    g = Vec::Zero(x.size());
-    return 0.0;
-  }
-};
-
-Vec start(PeerId id, Eigen::Index d) {
-  Rng r(100 + id);
-  Vec x(d);
-  for (auto& v : x) v = r.normal() * (1.0 + id);
-  return x;
-}
-
-MiniNet::Factory gossipOnly(const algo::AlgorithmParams& params, const compress::Compressor& c, Eigen::Index d) {
-  return [&params, &c, d](PeerId id) {
-    return std::make_unique<algo::Node>(id, algo::makeAlgorithm(params, c, id, start(id, d)),
-                                        std::make_unique<ZeroGradient>(), algo::NodeSchedule{});
-  };
-}
 
 Vec average(MiniNet& net) {
   Vec s;
