@@ -73,12 +73,16 @@ int channelOf(const Bytes& header) {
 
 void releaseShared(void*, void* hint) { delete static_cast<SharedBytes*>(hint); }
 
-zmq::message_t payloadMessage(const SharedBytes& p) {
-  if (!p || p->empty()) return zmq::message_t();
-  if (p->size() < kCopyBelow) return zmq::message_t(p->data(), p->size());
+// Bytes [off, off + n) of a payload as one message part.
+zmq::message_t payloadPart(const SharedBytes& p, std::size_t off, std::size_t n) {
+  if (n == 0) return zmq::message_t();
+  if (n < kCopyBelow) return zmq::message_t(p->data() + off, n);
   // Zero copy: libzmq calls releaseShared from its own I/O thread once the bytes are on the wire.
-  return zmq::message_t(const_cast<std::byte*>(p->data()), p->size(), &releaseShared, new SharedBytes(p));
+  return zmq::message_t(const_cast<std::byte*>(p->data() + off), n, &releaseShared, new SharedBytes(p));
 }
+
+// How many parts a payload of n bytes travels in (ZmqTransport's header comment): at least one.
+std::size_t partsOf(std::size_t n) { return n <= kPayloadPartBytes ? 1 : (n + kPayloadPartBytes - 1) / kPayloadPartBytes; }
 
 // Received payloads must be copied into a Bytes. A fresh multi-megabyte vector costs a page fault per 4 KiB
 // (measured: ~20% of loopback throughput for 64 MB frames), so large buffers come back here when the engine
@@ -88,7 +92,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   static constexpr std::size_t kMinPooled = std::size_t{1} << 20;  // smaller ones: malloc is cheap enough
   explicit BufferPool(std::size_t keep) : keep_(keep) {}
 
-  SharedBytes copy(const std::byte* p, std::size_t n) {
+  // One buffer holding the parts' bytes one after the other.
+  SharedBytes copy(const zmq::message_t* parts, std::size_t count, std::size_t n) {
     std::unique_ptr<Bytes> b;
     if (n >= kMinPooled) {
       std::lock_guard lock(mutex_);
@@ -98,7 +103,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
       }
     }
     if (!b) b = std::make_unique<Bytes>();
-    b->assign(p, p + n);
+    b->resize(n);  // a recycled buffer of similar capacity does not reallocate (nor fault)
+    std::size_t off = 0;
+    for (std::size_t k = 0; k < count; ++k) {
+      if (parts[k].size() != 0) std::memcpy(b->data() + off, parts[k].data(), parts[k].size());
+      off += parts[k].size();
+    }
     return SharedBytes(b.release(), [pool = shared_from_this()](const Bytes* x) { pool->give(const_cast<Bytes*>(x)); });
   }
 
@@ -147,6 +157,7 @@ struct ZmqTransport::Impl {
   std::vector<PeerId> disconnected;                // since the last takeDisconnects(), without repeats
   std::thread io;
 
+  std::vector<zmq::message_t> received;  // readOne's parts, kept to reuse the vector's storage
   std::shared_ptr<BufferPool> pool;  // shared with the payloads handed out, which may outlive the transport
 
   explicit Impl(ZmqOptions o) : opt(o), pool(std::make_shared<BufferPool>(o.recycled_buffers)) {}
@@ -362,9 +373,13 @@ struct ZmqTransport::Impl {
       zmq::message_t head(o.header.data(), o.header.size());
       if (!ch.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
       // The rest of a multipart message never blocks once its first part has been accepted.
-      zmq::message_t body = payloadMessage(o.payload);
-      ch.socket.send(body, zmq::send_flags::none);
-      const std::size_t bytes = o.header.size() + (o.payload ? o.payload->size() : 0);
+      const std::size_t size = o.payload ? o.payload->size() : 0, parts = partsOf(size);
+      for (std::size_t k = 0; k < parts; ++k) {
+        const std::size_t off = k * kPayloadPartBytes, n = std::min(kPayloadPartBytes, size - off);
+        zmq::message_t body = payloadPart(o.payload, off, n);
+        ch.socket.send(body, k + 1 < parts ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+      const std::size_t bytes = o.header.size() + size;
       framesSent.fetch_add(1, std::memory_order_relaxed);
       bytesSent.fetch_add(bytes, std::memory_order_relaxed);
       if (ch.capped) ch.tokens -= static_cast<double>(bytes);
@@ -373,19 +388,38 @@ struct ZmqTransport::Impl {
   }
 
   // Reads one message from the ROUTER; false when none is waiting.
+  // Whether parts [routing id, header, payload parts...] have the shape send() gives them: every payload
+  // part but the last exactly kPayloadPartBytes, the last one 1..kPayloadPartBytes (or a lone part of any
+  // size up to that, empty included), and no more parts than the largest payload needs.
+  static bool wellFormed(const std::vector<zmq::message_t>& part) {
+    if (part.size() < 3) return false;
+    const std::size_t payloadParts = part.size() - 2;
+    if (payloadParts == 1) return true;
+    if (payloadParts > partsOf(engine::kMaxPayloadBytes)) return false;
+    for (std::size_t k = 2; k + 1 < part.size(); ++k)
+      if (part[k].size() != kPayloadPartBytes) return false;
+    return part.back().size() != 0;
+  }
+
   bool readOne() {
-    zmq::message_t part[3];
+    std::vector<zmq::message_t>& part = received;
+    part.resize(1);
     if (!router.recv(part[0], zmq::recv_flags::dontwait)) return false;
-    std::size_t n = 1;
     bool more = part[0].more();
+    std::size_t n = 1;
+    const std::size_t keep = partsOf(engine::kMaxPayloadBytes) + 3;  // one more than wellFormed allows
     while (more) {  // every part of a multipart message is available once its first part is
       zmq::message_t m;
       (void)router.recv(m, zmq::recv_flags::none);
       more = m.more();
-      if (n < 3) part[n] = std::move(m);
+      if (n < keep) part.push_back(std::move(m));  // a hostile sender's extra parts are read and freed
       ++n;
     }
-    if (n != 3) {
+    struct Release {  // frees the parts on every way out, not at the next read
+      std::vector<zmq::message_t>& parts;
+      ~Release() { parts.clear(); }
+    } release{part};
+    if (!wellFormed(part)) {
       malformed.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -404,11 +438,12 @@ struct ZmqTransport::Impl {
         return true;
       }
     }
+    std::size_t size = 0;
+    for (std::size_t k = 2; k < part.size(); ++k) size += part[k].size();
     const auto* h = part[1].data<std::byte>();
-    const auto* p = part[2].data<std::byte>();
-    RawFrame f{Bytes(h, h + part[1].size()), pool->copy(p, part[2].size())};
+    RawFrame f{Bytes(h, h + part[1].size()), pool->copy(part.data() + 2, part.size() - 2, size)};
     framesReceived.fetch_add(1, std::memory_order_relaxed);
-    bytesReceived.fetch_add(part[1].size() + part[2].size(), std::memory_order_relaxed);
+    bytesReceived.fetch_add(part[1].size() + size, std::memory_order_relaxed);
     {
       std::lock_guard lock(inboxMutex);
       inboxBytes += f.payload->size();

@@ -3,8 +3,16 @@
 // interprets a frame: it moves [header, payload] pairs and counts bytes.
 //
 // Design
-//  - Incoming: one ROUTER socket bound to the listen address. Every message must have exactly three parts
-//    [routing id, header, payload]; anything else is dropped and counted (malformed_dropped), never thrown.
+//  - Incoming: one ROUTER socket bound to the listen address. Every message must have the parts
+//    [routing id, header, payload part...]; anything else is dropped and counted (malformed_dropped), never
+//    thrown.
+//  - Payload parts: a payload over kPayloadPartBytes travels as several parts of exactly that size, the last
+//    one shorter; the receiver copies them into one buffer (the copy it made of a single part before).
+//    Why: with CurveZMQ libzmq encrypts and decrypts each part whole on its I/O thread, which also serves
+//    every other connection. A 64 MB part held that thread for long enough that the failure detector's
+//    probes and acks, waiting behind it, timed out and the two daemons declared each other dead (issue 8);
+//    1 MiB parts let the control connection's traffic through between them. Plain TCP sends the same
+//    parts (zero copy either way), so there is one wire format.
 //  - Outgoing: per peer, two DEALER sockets connected to the peer's ROUTER, one for control frames (header
 //    byte 5 = kind != Model) and one for model frames. A control frame therefore never queues behind a huge
 //    model frame, neither in our queues nor in a TCP stream: the two connections are separate TCP streams and
@@ -42,6 +50,9 @@
 #include "peer/curve_keys.h"
 
 namespace gossip::peer {
+
+// The payload part size (see "Payload parts" above). Part of the wire format: every daemon must agree.
+inline constexpr std::size_t kPayloadPartBytes = std::size_t{1} << 20;
 
 struct ZmqOptions {
   // TCP keepalive: probes start after this many idle seconds, 1 s apart, 5 unanswered drop the connection

@@ -95,6 +95,23 @@ TEST_CASE("curve: listed keys exchange frames; an unlisted key is refused; a key
     CHECK(engine::decodeFrameHeader(f.header).seq == 5);
     CHECK(*f.payload == *kPayload);
   }
+  SUBCASE("a payload of several parts (zmq_transport.h) arrives intact under Curve") {
+    ZmqTransport a(1, kAny, secure(d.path, 1));
+    a.addPeer(2, b.endpoint());
+    const std::size_t n = 3 * peer::kPayloadPartBytes + 11;
+    auto big = std::make_shared<Bytes>(n);
+    for (std::size_t i = 0; i < n; ++i) (*big)[i] = static_cast<std::byte>(i * 2654435761u >> 13);
+    engine::FrameHeader h;
+    h.kind = FrameKind::Model;
+    h.sender = 1;
+    h.payload_bytes = static_cast<std::uint32_t>(n);
+    Bytes head;
+    engine::encodeFrameHeader(h, head);
+    a.send(2, head, big);
+    RawFrame f;
+    waitFor([&] { return b.receive(f); }, "node 1's multi-part frame at node 2");
+    CHECK(*f.payload == *big);
+  }
   SUBCASE("a listed key naming another id is dropped and counted") {
     ZmqTransport a(1, kAny, secure(d.path, 1));
     a.addPeer(2, b.endpoint());

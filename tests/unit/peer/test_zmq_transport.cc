@@ -163,6 +163,55 @@ TEST_CASE("peer zmq: a 64 MB payload arrives intact") {
   CHECK(b.stats().bytes_received == p->size() + engine::kFrameHeaderBytes);
 }
 
+TEST_CASE("peer zmq: payloads around the part size arrive intact, in order, counted once") {
+  // Payloads over kPayloadPartBytes travel in several parts (zmq_transport.h); the edges of the split.
+  constexpr std::size_t P = peer::kPayloadPartBytes;
+  const std::vector<std::size_t> sizes = {0, 1, P - 1, P, P + 1, 2 * P, 3 * P + 5};
+  ZmqTransport a(1, kAny), b(2, kAny);
+  a.addPeer(2, b.endpoint());
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    a.send(2, header(1, FrameKind::Model, k, sizes[k]), payload(sizes[k], k + 7));
+    total += sizes[k] + engine::kFrameHeaderBytes;
+  }
+  auto got = receiveN(b, sizes.size(), "one frame per payload size");
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    CAPTURE(sizes[k]);
+    CHECK(seqOf(got[k]) == k);
+    CHECK(*got[k].payload == *payload(sizes[k], k + 7));
+  }
+  CHECK(b.stats().frames_received == sizes.size());
+  CHECK(b.stats().bytes_received == total);
+  CHECK(b.stats().malformed_dropped == 0);
+}
+
+TEST_CASE("peer zmq: payload parts of the wrong sizes are dropped as malformed") {
+  constexpr std::size_t P = peer::kPayloadPartBytes;
+  ZmqTransport b(2, kAny);
+  zmq::context_t ctx;
+  zmq::socket_t raw(ctx, zmq::socket_type::dealer);
+  raw.set(zmq::sockopt::linger, 0);
+  raw.connect(b.endpoint());
+  const std::vector<std::byte> full(P, std::byte{1}), shorter(P - 1, std::byte{2});
+  auto sendParts = [&](const std::vector<const std::vector<std::byte>*>& parts) {
+    const char head[] = "head";
+    raw.send(zmq::buffer(head, 4), zmq::send_flags::sndmore);
+    for (std::size_t k = 0; k < parts.size(); ++k)
+      raw.send(zmq::buffer(*parts[k]), k + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  };
+  const std::vector<std::byte> empty, five(5, std::byte{3});
+  sendParts({&shorter, &five});       // a part before the last one is not full
+  sendParts({&full, &empty});         // an empty last part
+  sendParts({&full, &full, &shorter, &five});
+  waitFor([&] { return b.stats().malformed_dropped == 3; }, "3 malformed part layouts counted");
+  sendParts({&full, &full, &five});   // the layout send() makes: accepted as one payload
+  auto got = receiveN(b, 1, "the well-formed 3-part payload");
+  CHECK(got[0].payload->size() == 2 * P + 5);
+  CHECK((*got[0].payload)[P] == std::byte{1});
+  CHECK((*got[0].payload)[2 * P] == std::byte{3});
+  CHECK(b.stats().malformed_dropped == 3);
+}
+
 TEST_CASE("peer zmq: messages with a wrong number of parts are dropped and counted") {
   ZmqTransport b(2, kAny);
   zmq::context_t ctx;
