@@ -172,6 +172,19 @@ def bandwidth_table():
                   f"{x['bytes_sent'] / 1e6:,.0f} | {vs('dpsgd')} | {vs('ddp')} |")
 
 
+def curve_table():
+    r = load("curve_cost")
+    if not r:
+        return
+    print("| message | round, plain TCP | round, CurveZMQ | transfer part (round − compute), plain → Curve | "
+          "node CPU per round, plain → Curve |")
+    print("|---|---|---|---|---|")
+    for x in r["sizes"]:
+        print(f"| {x['message_bytes'] / 2**20:.0f} MB ({x['parameters']:,} parameters) | {x['round_ms_plain']:.1f} ms | "
+              f"{x['round_ms_curve']:.1f} ms (×{x['round_ratio']}) | {x['transfer_ms_plain']} → {x['transfer_ms_curve']} ms "
+              f"(×{x['transfer_ratio']}) | {x['cpu_ms_plain']:.0f} → {x['cpu_ms_curve']:.0f} ms |")
+
+
 def fuzz_table():
     runs = load("fuzz")
     if not runs:
@@ -198,6 +211,7 @@ SECTIONS = {
     "TABLE_HTTP_LOAD": http_load_table,
     "TABLE_FUZZ": fuzz_table,
     "TABLE_BANDWIDTH": bandwidth_table,
+    "TABLE_CURVE": curve_table,
 }
 
 
