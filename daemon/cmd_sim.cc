@@ -37,6 +37,9 @@ nlohmann::json toJson(const sim::EvalRecord& r) {
     j["accuracy"] = r.accuracy;
     j["node_accuracy_min"] = r.node_accuracy_min;
     j["node_accuracy_max"] = r.node_accuracy_max;
+    j["node_accuracy_mean"] = r.node_accuracy_mean;
+    j["node_eval_nodes"] = r.node_eval_nodes;
+    j["node_eval_samples"] = r.node_eval_samples;
   }
   if (r.suboptimality) j["suboptimality"] = *r.suboptimality;
   if (r.rel_error) j["rel_error"] = *r.rel_error;

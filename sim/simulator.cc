@@ -31,6 +31,7 @@ training::Dataset headRows(const training::Dataset& src, std::size_t count) {
 
 constexpr std::size_t kNodeAccuracyNodes = 64;     // node accuracy is sampled on this many nodes at most
 constexpr std::size_t kNodeAccuracySamples = 1000;  // ... on this many test samples
+constexpr std::size_t kFinalNodeAccuracyNodes = 256;  // the last record: this many nodes, whole eval set
 
 }  // namespace
 
@@ -223,7 +224,7 @@ const training::Vec* Simulator::optimum() {
   return &it->second;
 }
 
-EvalRecord Simulator::evaluate(Round t) {
+EvalRecord Simulator::evaluate(Round t, bool last) {
   EvalRecord r;
   r.round = t;
   r.alive = static_cast<std::uint32_t>(nodes_.size());
@@ -260,15 +261,22 @@ EvalRecord Simulator::evaluate(Round t) {
   }
   if (s_.train->classes > 0) {
     r.accuracy = s_.model->accuracy(xbar, *evalSet_);
-    const std::size_t stride = std::max<std::size_t>(1, nodes_.size() / kNodeAccuracyNodes);
+    const std::size_t most = last ? kFinalNodeAccuracyNodes : kNodeAccuracyNodes;
+    const training::Dataset& set = last ? *evalSet_ : *nodeEvalSet_;
+    const std::size_t stride = (nodes_.size() + most - 1) / most;
     r.node_accuracy_min = 1.0;
     std::size_t k = 0;
+    double sum = 0.0;
     for (auto& [id, node] : nodes_) {
       if (k++ % stride) continue;
-      const double a = s_.model->accuracy(node->engine->node().algorithm().x(), *nodeEvalSet_);
+      const double a = s_.model->accuracy(node->engine->node().algorithm().x(), set);
       r.node_accuracy_min = std::min(r.node_accuracy_min, a);
       r.node_accuracy_max = std::max(r.node_accuracy_max, a);
+      sum += a;
+      ++r.node_eval_nodes;
     }
+    r.node_accuracy_mean = sum / r.node_eval_nodes;
+    r.node_eval_samples = set.samples();
   }
   if (const Vec* xs = optimum()) {
     std::vector<training::Shard> shards;
@@ -361,7 +369,7 @@ std::vector<EvalRecord> Simulator::run(const std::function<void(const EvalRecord
     if (s_.save_after && t + 1 == s_.save_after) save(t + 1);
     const bool last = t + 1 == s_.rounds;
     if (last || (s_.eval_every && (t + 1) % s_.eval_every == 0)) {
-      EvalRecord r = evaluate(t + 1);
+      EvalRecord r = evaluate(t + 1, last);
       r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       if (progress) progress(r);
       out.push_back(r);

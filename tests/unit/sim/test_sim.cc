@@ -104,3 +104,21 @@ TEST_CASE("sim: node counts 1, 2, 3 and 7 run") {
     CHECK(*rec.back().rel_error < 1e-8);
   }
 }
+
+TEST_CASE("sim: the last record evaluates every node on the whole evaluation set; earlier ones sample") {
+  // 24 nodes x 50 rows: 1,200 evaluation samples (train doubles as test), above the 1,000 sampled during the run.
+  Fixture f(24, "deepsqueeze", {.name = "topk", .ratio = 0.1});
+  f.setup.initial_nodes = 24;
+  f.setup.estimator = {.kind = "sgd", .batch = 5};
+  f.setup.lr.lr = 0.2;
+  f.setup.rounds = 300;
+  f.setup.eval_every = 100;
+  const auto rec = sim::Simulator(f.setup).run();
+  REQUIRE(rec.size() == 3);
+  CHECK(rec[0].node_eval_samples == 1000);
+  CHECK(rec[0].node_eval_nodes == 24);
+  CHECK(rec.back().node_eval_samples == f.data.samples());
+  CHECK(rec.back().node_eval_nodes == 24);
+  CHECK(rec.back().node_accuracy_min <= rec.back().node_accuracy_mean);
+  CHECK(rec.back().node_accuracy_mean <= rec.back().node_accuracy_max);
+}
