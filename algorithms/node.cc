@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "algorithms/mixing.h"
 #include "algorithms/prox.h"
 #include "core/error.h"
 #include "core/serial.h"
@@ -39,6 +40,7 @@ void Node::checkFinite(Round t) const {
 }
 
 void Node::beginRound(Round t, compress::Encoded& out) {
+  if (consensusRound(t)) return beginConsensusRound(out);
   const double lr = sched_.lr(t);
   double lossSum = 0.0;
   unsigned calls = 0;
@@ -70,7 +72,35 @@ void Node::beginRound(Round t, compress::Encoded& out) {
 }
 
 void Node::endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+  if (consensusRound(t)) return endConsensusRound(msgs, row);
   algo_->apply(t, msgs, row);
+}
+
+void Node::beginConsensusRound(compress::Encoded& out) {
+  if (!exact_) {
+    exact_ = compress::makeCompressor({.name = "fp32"});
+    own_ = Vec::Zero(algo_->x().size());
+    acc_ = Vec::Zero(algo_->x().size());
+  }
+  Rng unused(0);  // fp32 draws nothing
+  exact_->encode(detail::view(algo_->x()), unused, out);
+  detail::decodeInto(*exact_, out.view(), own_);
+}
+
+void Node::endConsensusRound(std::span<const Incoming> msgs, const topology::MixingRow& row) {
+  // Every message is decoded into acc_ before x changes: a payload that does not decode throws
+  // RejectedMessage with x untouched, as in the methods' own apply.
+  double selfWeight = row.self;
+  acc_.setZero();
+  for (const auto& [j, w] : row.neighbors) {
+    if (const Incoming* m = detail::findIncoming(msgs, j))
+      detail::decodeAddFrom(*exact_, *m, acc_, w);
+    else
+      selfWeight += w;
+  }
+  consensusDisagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
+  consensusMixed_ = true;
+  algo_->x() = acc_ + selfWeight * own_;
 }
 
 void Node::save(ByteWriter& w) const {

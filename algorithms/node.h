@@ -6,6 +6,7 @@
 // Local steps before communication are plain (prox-)SGD steps on the node's own data (local SGD); with
 // exact methods keep local_steps = 1, extra local steps change the fixed point.
 #include <functional>
+#include <limits>
 #include <memory>
 
 #include "algorithms/algorithm.h"
@@ -17,6 +18,13 @@ struct NodeSchedule {
   std::function<double(Round)> lr = [](Round) { return 0.1; };
   std::function<unsigned(Round)> localSteps = [](Round) { return 1u; };
   double l1 = 0.0;  // proximal threshold lr * l1 in local steps
+  // Rounds t >= consensus_from are the final consensus phase (algorithm.final_consensus_rounds): no
+  // gradient step and no algorithm update; the node sends x in fp32 and sets x <- sum_j w_ij fp32(x_j)
+  // (its own x rounded too, missing neighbours' weight folded into its own, as D-PSGD does). Why here and
+  // not in each method: the phase is the same averaging for every method it applies to, and after it the
+  // method's own state (CHOCO's replicas, DeepSqueeze's error memory) is never used again. Only for
+  // methods whose fixed point does not need the dual (dpsgd, deepsqueeze, choco; checked in config).
+  Round consensus_from = std::numeric_limits<Round>::max();
 };
 
 class Node {
@@ -33,6 +41,9 @@ class Node {
   void beginRound(Round t, compress::Encoded& out);
   void endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row);
 
+  bool consensusRound(Round t) const { return t >= sched_.consensus_from; }
+  // ||x_i - sum_j w_ij x_j|| of the last mixed round (Algorithm::disagreement(), or the consensus phase's).
+  double disagreement() const { return consensusMixed_ ? consensusDisagreement_ : algo_->disagreement(); }
   // Mean of the minibatch losses seen during the last beginRound.
   double lastLoss() const { return lastLoss_; }
   std::uint64_t gradientCalls() const { return gradCalls_; }
@@ -47,11 +58,20 @@ class Node {
   // Throws DivergedError if the model or the last gradient has a non-finite entry.
   void checkFinite(Round t) const;
   [[noreturn]] void diverged(Round t, const char* what) const;
+  void beginConsensusRound(compress::Encoded& out);
+  void endConsensusRound(std::span<const Incoming> msgs, const topology::MixingRow& row);
+
   PeerId id_;
   std::unique_ptr<Algorithm> algo_;
   std::unique_ptr<training::GradientEstimator> est_;
   NodeSchedule sched_;
   Vec g_;
+  // Consensus phase: the fp32 codec, the node's own rounded x and the neighbour sum (allocated at its
+  // first round); whether a consensus round was mixed, and that round's disagreement.
+  std::unique_ptr<compress::Compressor> exact_;
+  Vec own_, acc_;
+  bool consensusMixed_ = false;
+  double consensusDisagreement_ = 0.0;
   double lastLoss_ = 0.0;
   std::uint64_t gradCalls_ = 0;
 };

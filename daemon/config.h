@@ -95,6 +95,9 @@ struct AlgorithmConfig {
   std::string local_schedule = "fixed";
   std::uint32_t local_steps_max = 1;    // adaptive: upper bound on local steps
   std::uint64_t rounds = 100;
+  // The last this many of `rounds` only average the models (fp32, no gradient step): every node then
+  // ends near the average model. dpsgd, deepsqueeze and choco only (algorithms/node.h).
+  std::uint64_t final_consensus_rounds = 0;
   std::uint32_t round_timeout_ms = 2000;
   std::string estimator = "sgd";
   std::uint32_t batch = 32;

@@ -138,6 +138,16 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
     p.push_back("compressor.name must be fp32 when algorithm.name = " + inQuotes(a.name) + " (" + a.name +
                 " sends uncompressed fp32 differences; use lead or choco to compress) (got " +
                 inQuotes(c.compressor.name) + ")");
+  // The consensus phase drops the method's own update; the exact methods' dual would then no longer sum
+  // to the fixed point they are exact for, so only the methods without a dual take it.
+  if (a.final_consensus_rounds > 0) {
+    if (a.final_consensus_rounds >= a.rounds)
+      p.push_back("algorithm.final_consensus_rounds must be below algorithm.rounds (" + std::to_string(a.rounds) +
+                  ") (got " + std::to_string(a.final_consensus_rounds) + ")");
+    if (a.name != "dpsgd" && a.name != "deepsqueeze" && a.name != "choco" && contains(kAlgorithmNames, a.name))
+      p.push_back("algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze and choco, not algorithm.name = " +
+                  inQuotes(a.name) + " (an exact method reaches consensus by itself)");
+  }
   if (c.model.kind == "mlp" && c.model.hidden.empty())
     p.push_back("model.hidden must list at least one layer width when model.kind = 'mlp'");
 }

@@ -603,7 +603,7 @@ struct NodeRuntime::Impl {
     e.endRound(t);
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
-    lastDisagreement = e.node().algorithm().disagreement();
+    lastDisagreement = e.node().disagreement();
     afterRound(t + 1);
     progressed = true;
     return true;

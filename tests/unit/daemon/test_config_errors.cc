@@ -107,6 +107,10 @@ TEST_CASE("rules that relate several keys") {
   CHECK(errorOf("[faults]\ncrash = [{node = 7, round = 99}]\n").empty());
   checkFails("", {"algorithm.name=choco", "faults.drop=0.1"}, "faults.drop applies only to stateless algorithms");
   CHECK(errorOf("", {"algorithm.name=deepsqueeze", "faults.drop=0.1"}).empty());
+  checkFails("", {"algorithm.name=lead", "algorithm.final_consensus_rounds=10"},
+             "algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze and choco, not algorithm.name = 'lead'");
+  checkFails("", {"algorithm.final_consensus_rounds=100"}, "algorithm.final_consensus_rounds must be below algorithm.rounds (100) (got 100)");
+  CHECK(errorOf("", {"algorithm.name=choco", "algorithm.final_consensus_rounds=99"}).empty());
   // An unknown algorithm is reported once, not again by the drop rule.
   CHECK_FALSE(has(errorOf("", {"algorithm.name=chocco", "faults.drop=0.1"}), "stateless"));
   checkFails("", {"algorithm.lr_schedule=step"}, "algorithm.lr_decay_every must be >= 1");

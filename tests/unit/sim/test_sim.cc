@@ -122,3 +122,25 @@ TEST_CASE("sim: the last record evaluates every node on the whole evaluation set
   CHECK(rec.back().node_accuracy_min <= rec.back().node_accuracy_mean);
   CHECK(rec.back().node_accuracy_mean <= rec.back().node_accuracy_max);
 }
+
+TEST_CASE("sim: a final consensus phase brings every node to the average model") {
+  // DeepSqueeze with top-10% on a ring of 12 leaves the nodes apart; 100 rounds of fp32 averaging at the end
+  // bring them together while the average model stays where it was.
+  Fixture f(12, "deepsqueeze", {.name = "topk", .ratio = 0.1});
+  f.setup.initial_nodes = 12;
+  f.setup.estimator = {.kind = "sgd", .batch = 5};
+  f.setup.lr.lr = 0.2;
+  f.setup.rounds = 400;
+  f.setup.eval_every = 300;
+  const auto plain = sim::Simulator(f.setup).run();
+  f.setup.rounds = 500;
+  f.setup.final_consensus_rounds = 100;
+  const auto phased = sim::Simulator(f.setup).run();
+  // Rounds 0-399 are the same training in both runs (same seeds); the second then only averages.
+  REQUIRE(plain.front().round == 300);
+  CHECK(phased.front().loss == plain.front().loss);
+  CHECK(plain.back().consensus_distance > 1e-6);
+  CHECK(phased.back().consensus_distance < 1e-6 * plain.back().consensus_distance);
+  CHECK(phased.back().node_accuracy_max - phased.back().node_accuracy_min <= 1.0 / 600);
+  CHECK(std::abs(phased.back().accuracy - plain.back().accuracy) <= 0.02);
+}
