@@ -2,7 +2,8 @@
 # Must show 1 of the daemon issue: 8 `gossipd run` processes over ZeroMQ, no faults, a deterministic
 # configuration (full gradients), end with models bit-identical to `gossipd sim` with the same config:
 # CHOCO with top-k and Prox-LEAD with the 2-bit LEAD quantizer on synthetic data, and CHOCO on
-# Fashion-MNIST (IDX, standardized, Dirichlet shards), where each daemon streams only its own rows.
+# Fashion-MNIST (IDX, standardized, Dirichlet shards), where each daemon streams only its own rows; and
+# CHOCO whose last 20 rounds are the final consensus phase (algorithm.final_consensus_rounds).
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 N=8
@@ -13,10 +14,10 @@ FMNIST=/usr/share/datasets/fashion-mnist
 idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz --set data.max_train=1600
      --set data.scaling=standardize --set data.partition=dirichlet --set data.dirichlet_alpha=0.5
      --set model.kind=softmax --set algorithm.rounds=20)
-for case in "choco topk synthetic" "prox_lead lead synthetic" "choco topk idx"; do
-  read -r algo comp data <<<"$case"
-  extra=()
-  [ "$data" = idx ] && extra=("${idx[@]}")
+for case in "choco topk synthetic 0" "prox_lead lead synthetic 0" "choco topk idx 0" "choco topk synthetic 20"; do
+  read -r algo comp data consensus <<<"$case"
+  extra=(--set algorithm.final_consensus_rounds=$consensus)
+  [ "$data" = idx ] && extra+=("${idx[@]}")
   args=("${common[@]}" "${extra[@]}" --set algorithm.name=$algo --set compressor.name=$comp --set compressor.ratio=0.2
         --set algorithm.gamma=$([ $algo = choco ] && echo 0.4 || echo 1.0) --set model.l1=$([ $algo = prox_lead ] && echo 0.001 || echo 0))
   rm -rf "$WORK"/node-* "$WORK/sim"
@@ -27,5 +28,5 @@ for case in "choco topk synthetic" "prox_lead lead synthetic" "choco topk idx"; 
     cmp -s "$WORK/node-$i/model.npy" "$WORK/sim/node-$i/model.npy" ||
       fail "$algo: node $i's model differs from the simulator's"
   done
-  echo "ok: $algo + $comp on $data data, $N daemons, models bit-identical to gossipd sim"
+  echo "ok: $algo + $comp on $data data (final consensus rounds: $consensus), $N daemons, models bit-identical to gossipd sim"
 done
