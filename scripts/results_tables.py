@@ -172,6 +172,27 @@ def bandwidth_table():
                   f"{x['bytes_sent'] / 1e6:,.0f} | {vs('dpsgd')} | {vs('ddp')} |")
 
 
+def nodes_table():
+    names = {"dpsgd": "D-PSGD fp32", "deepsqueeze_topk": "DeepSqueeze top-1%, η = 0.02",
+             "choco_topk": "CHOCO top-1%, γ = 0.02"}
+    rows = []
+    for m, label in names.items():
+        for suffix, phase in (("", "none"), ("_consensus20", "20 rounds"), ("_consensus100", "100 rounds")):
+            r = load(f"nodes_{m}{suffix}")
+            if r:
+                rows.append((label, phase, last(r)))
+    if not rows:
+        return
+    print("| method | final consensus | average model | nodes: worst / mean / best | worst node below average | "
+          "consensus distance | MB sent |")
+    print("|---|---|---|---|---|---|---|")
+    for label, phase, x in rows:
+        print(f"| {label} | {phase} | {100 * x['accuracy']:.2f}% | {100 * x['node_accuracy_min']:.2f} / "
+              f"{100 * x['node_accuracy_mean']:.2f} / {100 * x['node_accuracy_max']:.2f}% | "
+              f"{100 * (x['accuracy'] - x['node_accuracy_min']):.2f} points | {x['consensus_distance']:.2e} | "
+              f"{x['bytes_sent'] / 1e6:,.1f} |")
+
+
 def curve_table():
     r = load("curve_cost")
     if not r:
@@ -212,6 +233,7 @@ SECTIONS = {
     "TABLE_FUZZ": fuzz_table,
     "TABLE_BANDWIDTH": bandwidth_table,
     "TABLE_CURVE": curve_table,
+    "TABLE_NODES": nodes_table,
 }
 
 

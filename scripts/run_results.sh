@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
-#   make build && scripts/run_results.sh [section...]     (sections: exact churn fmnist mlp scale; default all)
+#   make build && scripts/run_results.sh [section...]     (sections: exact churn fmnist mlp scale nodes; default all)
 # RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
@@ -10,7 +10,7 @@ OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(exact churn fmnist mlp scale)
+[ ${#sections[@]} -eq 0 ] && sections=(exact churn fmnist mlp scale nodes)
 
 run() {  # run NAME CONFIG [--set ...]
   local name=$1 config=$2
@@ -74,6 +74,26 @@ for s in "${sections[@]}"; do
       echo "== $name"
       /usr/bin/time -f "wall %e s, peak RSS %M KiB" "$G" sim --config "$F" "${SC[@]}" "${extra[@]}" \
         --out "$OUT/$name.json" 2>&1 | tail -n 3 | tee "$OUT/$name.time"
+    done
+    ;;
+  nodes)
+    # Every node's own model (issue 12): a 12-node 3x4 torus with Dirichlet(0.3) label skew, 4,000 training
+    # rounds, then the same runs with 20 and 100 more rounds of final consensus (fp32 averaging, no gradient
+    # step).
+    F=experiments/fmnist_softmax.toml
+    T=(--set cluster.nodes=12 --set cluster.topology=torus --set data.dirichlet_alpha=0.3 --set sim.eval_every=500)
+    TK=(--set compressor.name=topk --set compressor.ratio=0.01)
+    for m in "dpsgd" "deepsqueeze_topk" "choco_topk"; do
+      case $m in
+        dpsgd) A=() ;;
+        deepsqueeze_topk) A=("${TK[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.02) ;;
+        choco_topk) A=("${TK[@]}" --set algorithm.name=choco --set algorithm.gamma=0.02) ;;
+      esac
+      run "nodes_$m" "$F" "${T[@]}" "${A[@]}" --set algorithm.rounds=4000
+      for k in 20 100; do
+        run "nodes_${m}_consensus$k" "$F" "${T[@]}" "${A[@]}" --set algorithm.rounds=$((4000 + k)) \
+          --set algorithm.final_consensus_rounds=$k
+      done
     done
     ;;
   *) echo "unknown section $s" >&2; exit 2 ;;
