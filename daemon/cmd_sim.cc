@@ -18,6 +18,7 @@
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
 #include "daemon/sim_setup.h"
+#include "sim/consensus_watch.h"
 #include "sim/simulator.h"
 
 namespace gossip::cmd {
@@ -27,6 +28,7 @@ nlohmann::json toJson(const sim::EvalRecord& r) {
   nlohmann::json j{{"round", r.round},
                    {"loss", r.loss},
                    {"consensus_distance", r.consensus_distance},
+                   {"relative_consensus", r.relative_consensus},
                    {"bytes_sent", r.bytes_sent},
                    {"control_bytes_sent", r.control_bytes_sent},
                    {"messages_dropped", r.messages_dropped},
@@ -133,6 +135,7 @@ int sim(std::vector<std::string> argv) {
   // <out>.partial renamed over <out>: an interrupted run leaves no file at all, never a truncated one.
   if (out) checkOutPath(*out);
   std::vector<sim::EvalRecord> records;
+  std::vector<std::string> warnings;
   std::unique_ptr<daemon::SimProblem> problem;
   try {
     problem = daemon::buildSimProblem(config);
@@ -146,7 +149,14 @@ int sim(std::vector<std::string> argv) {
                  config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
                  static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
     const Round total = config.algorithm.rounds;
-    records = simulator.run([total](const sim::EvalRecord& r) { printProgress(r, total); });
+    sim::ConsensusWatch watch;
+    records = simulator.run([&](const sim::EvalRecord& r) {
+      printProgress(r, total);
+      if (auto w = watch.observe(r.round, r.relative_consensus)) {
+        std::fprintf(stderr, "warning: %s\n", w->c_str());
+        warnings.push_back(std::move(*w));
+      }
+    });
     if (modelsDir)
       for (const auto& [id, x] : simulator.models()) {
         const auto dir = std::filesystem::path(*modelsDir) / ("node-" + std::to_string(id));
@@ -167,6 +177,7 @@ int sim(std::vector<std::string> argv) {
     j["config"] = daemon::toJson(config);
     j["records"] = nlohmann::json::array();
     for (const auto& r : records) j["records"].push_back(toJson(r));
+    j["warnings"] = warnings;
     outFile << j.dump(1) << "\n";
     outFile.close();
     std::error_code ec;

@@ -253,6 +253,7 @@ EvalRecord Simulator::evaluate(Round t, bool last) {
   }
   r.loss /= n;
   r.consensus_distance /= n;
+  r.relative_consensus = r.consensus_distance / xbar.squaredNorm();
 
   if (!evalSet_) {
     const training::Dataset& src = s_.test ? *s_.test : *s_.train;

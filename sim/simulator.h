@@ -80,6 +80,7 @@ struct EvalRecord {
   std::uint32_t node_eval_nodes = 0;    // how many nodes were evaluated
   std::size_t node_eval_samples = 0;    // on how many samples each
   double consensus_distance = 0;   // mean_i ||x_i - xbar||^2
+  double relative_consensus = 0;   // consensus_distance / ||xbar||^2 (ConsensusWatch reads it)
   std::uint64_t bytes_sent = 0;    // cumulative model-frame bytes, headers included, all nodes
   std::uint64_t control_bytes_sent = 0;  // edge handshakes and state transfers (churn only)
   std::uint64_t messages_dropped = 0;

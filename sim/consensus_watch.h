@@ -1,0 +1,61 @@
+#pragma once
+// ConsensusWatch: notices a run whose nodes drift apart. It is fed the relative consensus distance
+// mean_i ||x_i - xbar||^2 / ||xbar||^2 at each evaluation and says so once when that value has grown at
+// each of the last `rises` evaluations and stands at least `factor` times above the lowest value seen
+// since it first fell. Until that first fall the watch only records: nodes that start from one shared
+// model drift apart at first as a matter of course, and that early rise is not an instability.
+// Why relative: a model whose norm grows (DeepSqueeze's does) grows its absolute consensus distance with
+// it while the nodes agree as well as before. Why not a single rise: minibatch noise moves the value up
+// and down between evaluations; an unstable consensus step (CHOCO with too large a gamma for its
+// compressor and graph) makes it grow steadily, doubling every few hundred rounds, and the model's
+// accuracy falls only much later.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "core/types.h"
+
+namespace gossip::sim {
+
+class ConsensusWatch {
+ public:
+  explicit ConsensusWatch(unsigned rises = 3, double factor = 4.0) : rises_(rises), factor_(factor) {}
+
+  // The warning, the first time the rule holds; nothing before or after.
+  std::optional<std::string> observe(Round t, double relative) {
+    if (!std::isfinite(relative)) return std::nullopt;
+    if (!armed_) {
+      armed_ = previous_ && relative < *previous_;
+      previous_ = relative;
+      if (!armed_) return std::nullopt;
+    }
+    if (!minimum_ || relative < *minimum_) {
+      minimum_ = relative;
+      minimumRound_ = t;
+    }
+    rising_ = relative > *previous_ ? rising_ + 1 : 0;
+    previous_ = relative;
+    if (warned_ || rising_ < rises_ || relative < factor_ * *minimum_) return std::nullopt;
+    warned_ = true;
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "the nodes are drifting apart: relative consensus distance %.3g at round %llu, up from %.3g at "
+                  "round %llu and rising at each of the last %u evaluations; lower algorithm.gamma (choco) or "
+                  "algorithm.eta (deepsqueeze), or use a milder compressor",
+                  relative, static_cast<unsigned long long>(t), *minimum_,
+                  static_cast<unsigned long long>(minimumRound_), rises_);
+    return std::string(buf);
+  }
+
+ private:
+  unsigned rises_;
+  double factor_;
+  std::optional<double> minimum_, previous_;
+  Round minimumRound_ = 0;
+  unsigned rising_ = 0;
+  bool armed_ = false;
+  bool warned_ = false;
+};
+
+}  // namespace gossip::sim
