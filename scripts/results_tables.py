@@ -193,6 +193,28 @@ def nodes_table():
               f"{x['bytes_sent'] / 1e6:,.1f} |")
 
 
+def gamma_table():
+    rows = []
+    for graph, label in (("torus", "12-node torus, Dirichlet(0.3)"), ("ring", "16-node ring, Dirichlet(0.5)")):
+        for g in ("0.05", "0.02"):
+            r = load(f"gamma_{graph}_choco_{g}")
+            if r:
+                rows.append((label, g, r))
+    if not rows:
+        return
+    marks = (1000, 2500, 5000, 10000)
+    print("| graph | γ | relative consensus at round " + " / ".join(f"{m:,}" for m in marks) +
+          " | average model at 5,000 / 10,000 | worst node at 10,000 | warning |")
+    print("|---|---|---|---|---|---|")
+    for label, g, r in rows:
+        at = {x["round"]: x for x in r["records"]}
+        rel = " / ".join(f"{at[m]['relative_consensus']:.1e}" for m in marks)
+        warn = r.get("warnings") or []
+        w = f"at round {warn[0].split(' at round ')[1].split(',')[0]}" if warn else "none"
+        print(f"| {label} | {g} | {rel} | {100 * at[5000]['accuracy']:.1f} / {100 * at[10000]['accuracy']:.1f}% | "
+              f"{100 * at[10000]['node_accuracy_min']:.1f}% | {w} |")
+
+
 def curve_table():
     r = load("curve_cost")
     if not r:
@@ -234,6 +256,7 @@ SECTIONS = {
     "TABLE_BANDWIDTH": bandwidth_table,
     "TABLE_CURVE": curve_table,
     "TABLE_NODES": nodes_table,
+    "TABLE_GAMMA": gamma_table,
 }
 
 

@@ -95,6 +95,13 @@ for s in "${sections[@]}"; do
           --set algorithm.final_consensus_rounds=$k
       done
     done
+    # CHOCO top-1% over 10,000 rounds: gamma 0.05 (the value of the ring rows of section 3) and 0.02, on this
+    # torus and on that ring.
+    for g in 0.05 0.02; do
+      C=("${TK[@]}" --set algorithm.name=choco --set algorithm.gamma=$g --set algorithm.rounds=10000 --set sim.eval_every=250)
+      run "gamma_torus_choco_$g" "$F" "${T[@]}" "${C[@]}"
+      run "gamma_ring_choco_$g" "$F" "${C[@]}"
+    done
     ;;
   *) echo "unknown section $s" >&2; exit 2 ;;
   esac
