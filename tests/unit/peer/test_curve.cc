@@ -96,6 +96,13 @@ TEST_CASE("curve: listed keys exchange frames; an unlisted key is refused; a key
     CHECK(*f.payload == *kPayload);
   }
   SUBCASE("a payload of several parts (zmq_transport.h) arrives intact under Curve") {
+#if defined(__SANITIZE_THREAD__)
+    // Not under ThreadSanitizer: libsodium (not built with TSan) writes every decrypted byte, so copying a
+    // 1 MiB part out raises a suppressed race report per word, and TSan's linear search over the racy
+    // addresses it has seen made this subcase run for minutes. The same parts are checked under TSan
+    // without Curve (test_zmq_transport.cc), and this subcase runs in the release and ASan builds.
+    MESSAGE("skipped under ThreadSanitizer (see the comment)");
+#else
     ZmqTransport a(1, kAny, secure(d.path, 1));
     a.addPeer(2, b.endpoint());
     const std::size_t n = 3 * peer::kPayloadPartBytes + 11;
@@ -111,6 +118,7 @@ TEST_CASE("curve: listed keys exchange frames; an unlisted key is refused; a key
     RawFrame f;
     waitFor([&] { return b.receive(f); }, "node 1's multi-part frame at node 2");
     CHECK(*f.payload == *big);
+#endif
   }
   SUBCASE("a listed key naming another id is dropped and counted") {
     ZmqTransport a(1, kAny, secure(d.path, 1));
