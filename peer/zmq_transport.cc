@@ -387,10 +387,9 @@ struct ZmqTransport::Impl {
     }
   }
 
-  // Reads one message from the ROUTER; false when none is waiting.
-  // Whether parts [routing id, header, payload parts...] have the shape send() gives them: every payload
-  // part but the last exactly kPayloadPartBytes, the last one 1..kPayloadPartBytes (or a lone part of any
-  // size up to that, empty included), and no more parts than the largest payload needs.
+  // Whether parts [routing id, header, payload parts...] have the shape send() gives them: one payload part
+  // of any size (empty included; libzmq's maxmsgsize bounds it), or several of which all but the last are
+  // exactly kPayloadPartBytes and the last is not empty, no more than the largest payload needs.
   static bool wellFormed(const std::vector<zmq::message_t>& part) {
     if (part.size() < 3) return false;
     const std::size_t payloadParts = part.size() - 2;
@@ -401,6 +400,7 @@ struct ZmqTransport::Impl {
     return part.back().size() != 0;
   }
 
+  // Reads one message from the ROUTER; false when none is waiting.
   bool readOne() {
     std::vector<zmq::message_t>& part = received;
     part.resize(1);
