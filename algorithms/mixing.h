@@ -43,6 +43,22 @@ inline void decodeAddFrom(const compress::Compressor& c, const Incoming& m, Vec&
   }
 }
 
+// The stateless mix (D-PSGD, the final consensus phase): acc = sum_{j arrived} w_ij decode(m_j), and the
+// returned self weight is w_ii plus the weights of the neighbours whose message is missing (replace-with-
+// own). A payload that does not decode throws RejectedMessage; acc is scratch until the caller swaps it in.
+inline double mixArrived(const compress::Compressor& c, std::span<const Incoming> msgs, const topology::MixingRow& row,
+                         Vec& acc) {
+  double selfWeight = row.self;
+  acc.setZero();
+  for (const auto& [j, w] : row.neighbors) {
+    if (const Incoming* m = findIncoming(msgs, j))
+      decodeAddFrom(c, *m, acc, w);
+    else
+      selfWeight += w;
+  }
+  return selfWeight;
+}
+
 // Validation pass of the replica methods: the message of every neighbour of the row must be present
 // (ProtocolError otherwise), come from the edge's incarnation and decode (RejectedMessage otherwise).
 // `edgeInc(j)` returns the incarnation of the edge to j or nullopt if there is none. Touches only scratch.

@@ -90,14 +90,7 @@ void Node::beginConsensusRound(compress::Encoded& out) {
 void Node::endConsensusRound(std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Every message is decoded into acc_ before x changes: a payload that does not decode throws
   // RejectedMessage with x untouched, as in the methods' own apply.
-  double selfWeight = row.self;
-  acc_.setZero();
-  for (const auto& [j, w] : row.neighbors) {
-    if (const Incoming* m = detail::findIncoming(msgs, j))
-      detail::decodeAddFrom(*exact_, *m, acc_, w);
-    else
-      selfWeight += w;
-  }
+  const double selfWeight = detail::mixArrived(*exact_, msgs, row, acc_);
   consensusDisagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
   consensusMixed_ = true;
   algo_->x() = acc_ + selfWeight * own_;

@@ -26,14 +26,7 @@ void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
 void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Missing neighbours fold their weight into the self weight (replace-with-own). The neighbour sum is
   // built in acc_ (same operations as before, in the same order) and only swapped in once all decoded.
-  double selfWeight = row.self;
-  acc_.setZero();
-  for (const auto& [j, w] : row.neighbors) {
-    if (const Incoming* m = detail::findIncoming(msgs, j))
-      detail::decodeAddFrom(c_, *m, acc_, w);
-    else
-      selfWeight += w;
-  }
+  const double selfWeight = detail::mixArrived(c_, msgs, row, acc_);
   // acc_ = sum_{j arrived} w_ij x_j, so x_i - sum_j w_ij x_j = (1 - selfWeight) x_i - acc_ (missing: x_j = x_i).
   disagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
   x_.swap(acc_);
