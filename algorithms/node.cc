@@ -1,6 +1,7 @@
 #include "algorithms/node.h"
 
 #include <cmath>
+#include <utility>
 
 #include "algorithms/mixing.h"
 #include "algorithms/prox.h"
@@ -39,12 +40,23 @@ void Node::checkFinite(Round t) const {
   if (!std::isfinite(g_.squaredNorm())) diverged(t, "the gradient became non-finite");
 }
 
+void Node::startStep(Round t) {
+  GOSSIP_CHECK(needsStartStep(t), "round ", t, " has no start step");
+  startLoss_ = gradient();
+  checkFinite(t);
+  algo_->startStep(g_, sched_.lr(t));
+  startDone_ = true;
+}
+
 void Node::beginRound(Round t, compress::Encoded& out) {
   if (consensusRound(t)) return beginConsensusRound(out);
   const double lr = sched_.lr(t);
   double lossSum = 0.0;
   unsigned calls = 0;
-  if (algo_->needsStartStep()) {
+  if (std::exchange(startDone_, false)) {
+    lossSum += startLoss_;
+    ++calls;
+  } else if (algo_->needsStartStep()) {
     lossSum += gradient();
     ++calls;
     checkFinite(t);

@@ -42,6 +42,12 @@ class Node {
   void endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row);
 
   bool consensusRound(Round t) const { return t >= sched_.consensus_from; }
+  // Whether beginRound(t) would begin with the method's start step (LEAD family, first round).
+  bool needsStartStep(Round t) const { return !consensusRound(t) && algo_->needsStartStep(); }
+  // Only the start step of round t: one gradient at x, then Algorithm::startStep; beginRound(t) then goes
+  // on from the moved x. For a runtime whose gradients come from outside (the daemon's trainer bridge,
+  // training/external_gradient.h), which must fetch the gradient at the moved x before beginRound.
+  void startStep(Round t);
   // ||x_i - sum_j w_ij x_j|| of the last mixed round (Algorithm::disagreement(), or the consensus phase's).
   double disagreement() const { return consensusMixed_ ? consensusDisagreement_ : algo_->disagreement(); }
   // Mean of the minibatch losses seen during the last beginRound.
@@ -74,6 +80,9 @@ class Node {
   double consensusDisagreement_ = 0.0;
   double lastLoss_ = 0.0;
   std::uint64_t gradCalls_ = 0;
+  // startStep(t) ran and its loss is counted in round t's lastLoss.
+  bool startDone_ = false;
+  double startLoss_ = 0.0;
 };
 
 }  // namespace gossip::algo

@@ -1,0 +1,94 @@
+// A node whose gradients come from outside (the daemon's trainer bridge, training/external_gradient.h) takes
+// exactly the steps of a node that computes them itself, start step included.
+#include <doctest/doctest.h>
+
+#include "algorithms/node.h"
+#include "compressors/compressor.h"
+#include "training/external_gradient.h"
+
+using namespace gossip;
+using training::Vec;
+
+namespace {
+
+// f(x) = 1/2 ||x - b||^2 with a loss that identifies the point it was evaluated at.
+Vec gradAt(const Vec& x, const Vec& b) { return x - b; }
+double lossAt(const Vec& x, const Vec& b) { return 0.5 * (x - b).squaredNorm(); }
+
+class Quadratic final : public training::GradientEstimator {
+ public:
+  explicit Quadratic(Vec b) : b_(std::move(b)) {}
+  double estimate(const Vec& x, Vec& g) override {
+    g = gradAt(x, b_);
+    return lossAt(x, b_);
+  }
+
+ private:
+  Vec b_;
+};
+
+}  // namespace
+
+TEST_CASE("ExternalGradient hands over what was supplied, zero when asked, and refuses an unsupplied gradient") {
+  training::ExternalGradient e(3);
+  Vec g, x = Vec::Zero(3);
+  CHECK_THROWS(e.estimate(x, g));
+  e.buffer() = Vec{{1.0, 2.0, 3.0}};
+  e.supply(0.5);
+  CHECK(e.estimate(x, g) == 0.5);
+  CHECK(g == Vec{{1.0, 2.0, 3.0}});
+  CHECK_THROWS(e.estimate(x, g));  // one supply, one gradient
+  e.supplyZero(0.25);
+  CHECK(e.estimate(x, g) == 0.25);
+  CHECK(g == Vec::Zero(3));
+  e.buffer() = Vec{{4.0, 5.0, 6.0}};
+  e.supply(1.0);
+  e.estimate(x, g);
+  CHECK(g == Vec{{4.0, 5.0, 6.0}});
+  e.supplyZero(0.0);  // the caller's buffer held a gradient: it must be cleared, not reused
+  e.estimate(x, g);
+  CHECK(g == Vec::Zero(3));
+  CHECK(e.sampleGradients() == 4);
+  CHECK_THROWS(e.estimate(Vec::Zero(2), g));
+}
+
+TEST_CASE("a node fed gradients from outside takes the same steps as one computing them (LEAD, with its start step)") {
+  const auto codec = compress::makeCompressor({.name = "fp32"});
+  algo::AlgorithmParams p;
+  p.name = "lead";
+  p.gamma = 0.5;
+  const Vec x0{{0.5, -1.0, 2.0, 0.0}};
+  const Vec b{{1.0, 2.0, -3.0, 4.0}};
+  algo::NodeSchedule sched;
+  sched.lr = [](Round t) { return 0.1 / (1.0 + static_cast<double>(t)); };
+  algo::Node own(0, algo::makeAlgorithm(p, *codec, 0, x0), std::make_unique<Quadratic>(b), sched);
+  auto ext = std::make_unique<training::ExternalGradient>(x0.size());
+  training::ExternalGradient& feed = *ext;
+  algo::Node fed(0, algo::makeAlgorithm(p, *codec, 0, x0), std::move(ext), sched);
+  const topology::MixingRow alone;  // no neighbours: self weight 1
+  int startSteps = 0;
+  for (Round t = 0; t < 5; ++t) {
+    compress::Encoded a, c;
+    own.beginRound(t, a);
+    // The runtime's part: a gradient at the node's current x before every step that needs one.
+    if (fed.needsStartStep(t)) {
+      ++startSteps;
+      const Vec& x = fed.algorithm().x();
+      feed.buffer() = gradAt(x, b);
+      feed.supply(lossAt(x, b));
+      fed.startStep(t);
+    }
+    const Vec& x = fed.algorithm().x();
+    feed.buffer() = gradAt(x, b);
+    feed.supply(lossAt(x, b));
+    fed.beginRound(t, c);
+    CHECK(a.bytes == c.bytes);
+    CHECK(own.lastLoss() == fed.lastLoss());
+    own.endRound(t, {}, alone);
+    fed.endRound(t, {}, alone);
+    CHECK(own.algorithm().x() == fed.algorithm().x());
+  }
+  CHECK(startSteps == 1);
+  CHECK(own.gradientCalls() == fed.gradientCalls());
+  CHECK(!fed.needsStartStep(5));
+}

@@ -1,0 +1,76 @@
+#pragma once
+// ExternalGradient: a gradient estimator whose gradients come from outside the process: the daemon's
+// trainer bridge (docs/trainer.md) writes the trainer's gradient into buffer() and calls supply() before
+// each gradient the Node asks for; model mode and a detached trainer supply a zero gradient.
+//
+// Why an estimator and not a new Node entry point: Node::beginRound already decides when a gradient is
+// needed (start step, local steps, the round's gradient), and every method consumes it the same way; the
+// bridge only has to make sure one fresh gradient is waiting each time. Asking for a gradient that was
+// not supplied is a logic error of the runtime (the trainer would have computed it at another point).
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "core/error.h"
+#include "core/serial.h"
+#include "training/estimator.h"
+
+namespace gossip::training {
+
+class ExternalGradient final : public GradientEstimator {
+ public:
+  explicit ExternalGradient(Eigen::Index dim) : dim_(dim), g_(Vec::Zero(dim)) {}
+
+  // Where the next gradient is written (dim values). Valid until the next estimate().
+  Vec& buffer() {
+    if (g_.size() != dim_) g_ = Vec::Zero(dim_);
+    return g_;
+  }
+  // The gradient in buffer() is the next one; `loss` is the trainer's minibatch loss (NaN: not reported).
+  void supply(double loss) {
+    fresh_ = true;
+    zero_ = false;
+    loss_ = loss;
+  }
+  // The next gradient is zero (model mode, or no trainer attached); `loss` as for supply.
+  void supplyZero(double loss) {
+    fresh_ = true;
+    zero_ = true;
+    loss_ = loss;
+  }
+  bool fresh() const { return fresh_; }
+
+  // Hands the supplied gradient over by swapping buffers (no copy of dim values per round); a zero
+  // gradient is written only when the caller's buffer does not hold one already.
+  double estimate(const Vec& x, Vec& g) override {
+    GOSSIP_CHECK(fresh_, "a gradient was asked for that the trainer did not supply");
+    GOSSIP_CHECK(x.size() == dim_, "model size ", x.size(), " differs from the trainer's ", dim_);
+    fresh_ = false;
+    if (zero_) {
+      if (g.size() != dim_ || !callerZero_) g = Vec::Zero(dim_);
+      callerZero_ = true;
+    } else {
+      std::swap(g, g_);
+      callerZero_ = false;
+    }
+    ++calls_;
+    return loss_;
+  }
+  std::uint64_t sampleGradients() const override { return calls_; }
+
+  // Nothing decides future gradients here (they come from the trainer): only a tag, so that a checkpoint
+  // of a built-in model's node is refused by a trainer node and the other way round.
+  void saveState(ByteWriter& w) const override { serial::putTag(w, kTag); }
+  void loadState(ByteReader& r) override { serial::expectTag(r, kTag, "a trainer node's estimator state"); }
+
+ private:
+  static constexpr std::uint32_t kTag = serial::fourcc("EXTG");
+  Eigen::Index dim_;
+  Vec g_;
+  bool fresh_ = false, zero_ = false;
+  bool callerZero_ = false;  // the buffer last handed to estimate's caller holds zeros
+  double loss_ = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t calls_ = 0;
+};
+
+}  // namespace gossip::training
