@@ -162,6 +162,11 @@ bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) c
   return true;
 }
 
+bool NodeEngine::neighbourAt(Round t) const {
+  if (std::any_of(inbox_.begin(), inbox_.end(), [&](const Inbound& in) { return in.round >= t; })) return true;
+  return std::any_of(lastSent_.begin(), lastSent_.end(), [&](const auto& s) { return s.second >= t; });
+}
+
 bool NodeEngine::roundReady(Round t) const {
   if (!linked_) return true;
   if (stateless_) {

@@ -142,6 +142,10 @@ class NodeEngine {
   bool readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const;
   // Whether every message round t needs has arrived (linked mode; the sim mode mixes what it has).
   bool roundReady(Round t) const;
+  // Whether a neighbour has begun round t or a later one (its model frame of such a round is here or was
+  // seen): a node without a driver of its own (the daemon's trainer bridge with no trainer attached)
+  // begins t only then, following its neighbours instead of leading them.
+  bool neighbourAt(Round t) const;
   // Retransmits and proposal retries that are due.
   void tick(std::uint64_t nowMs);
   std::vector<LinkInfo> links() const;
