@@ -46,6 +46,10 @@ inline constexpr std::array<std::string_view, 4> kModelKinds{"softmax", "logisti
 inline constexpr std::array<std::string_view, 4> kDataFormats{"idx", "libsvm", "csv", "synthetic"};
 inline constexpr std::array<std::string_view, 3> kScalings{"none", "minmax", "standardize"};
 inline constexpr std::array<std::string_view, 3> kPartitions{"iid", "label_sorted", "dirichlet"};
+inline constexpr std::array<std::string_view, 2> kTrainerModes{"model", "gradient"};
+// Methods that can mix a model the trainer stepped itself (trainer.mode = "model", docs/trainer.md): the
+// exact methods need the gradient inside their update.
+inline constexpr std::array<std::string_view, 3> kModelModeAlgorithms{"dpsgd", "deepsqueeze", "choco"};
 
 // Node ids (and cluster.nodes) are capped: a sim holds one state and one data shard per id, so an id like
 // 1000000 is a typo, not a plan (the memory estimate, daemon/memory_estimate.h, checks the rest).
@@ -163,6 +167,13 @@ struct SecurityConfig {
   std::string keys_dir;  // required when enable = true
 };
 
+// run: serve a local trainer process instead of a built-in model (docs/trainer.md, daemon/trainer_bridge.h).
+struct TrainerConfig {
+  bool enable = false;
+  std::string mode = "model";              // model: the trainer steps, the daemon mixes; gradient: the daemon steps
+  std::uint32_t idle_timeout_ms = 60000;   // an attached trainer silent this long no longer drives rounds
+};
+
 struct Config {
   NodeConfig node;
   ClusterConfig cluster;
@@ -175,6 +186,7 @@ struct Config {
   SimConfig sim;
   MonitorConfig monitor;
   SecurityConfig security;
+  TrainerConfig trainer;
 };
 
 // Defaults, then `file` (if given), then each "section.key=value" of `sets` in order; then validate().

@@ -118,11 +118,15 @@ const KeySpec kSchema[] = {
 
     K(security, enable),
     K(security, keys_dir),
+
+    K(trainer, enable),
+    K(trainer, mode, {}, choicesOf<kTrainerModes>),
+    K(trainer, idle_timeout_ms, Range::atLeast(100)),
 };
 #undef K
 
-constexpr std::array<std::string_view, 10> kSections{"node",   "cluster", "algorithm", "compressor", "model",
-                                                     "data",   "faults",  "sim",       "monitor",    "security"};
+constexpr std::array<std::string_view, 11> kSections{"node",   "cluster", "algorithm", "compressor", "model",   "data",
+                                                     "faults", "sim",     "monitor",   "security",   "trainer"};
 
 // Levenshtein distance with adjacent transpositions counted as one edit ("ratoi" -> "ratio").
 std::size_t editDistance(std::string_view a, std::string_view b) {

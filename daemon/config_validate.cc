@@ -152,6 +152,18 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
     p.push_back("model.hidden must list at least one layer width when model.kind = 'mlp'");
 }
 
+// The trainer bridge (docs/trainer.md): what each mode can drive.
+void checkTrainer(const Config& c, std::vector<std::string>& p) {
+  const auto& t = c.trainer;
+  if (!t.enable) return;
+  if (t.mode == "model" && !contains(kModelModeAlgorithms, c.algorithm.name) && contains(kAlgorithmNames, c.algorithm.name))
+    p.push_back("trainer.mode = 'model' works with " + joined(kModelModeAlgorithms) + ", not algorithm.name = " +
+                inQuotes(c.algorithm.name) + " (it needs the gradient inside its update: use trainer.mode = 'gradient')");
+  if (t.mode == "gradient" && (c.algorithm.local_steps != 1 || c.algorithm.local_schedule != "fixed"))
+    p.push_back("algorithm.local_steps must be 1 with a fixed schedule when trainer.mode = 'gradient' (local steps "
+                "would need gradients the trainer never computed; take them in the trainer with trainer.mode = 'model')");
+}
+
 // Message loss is only survivable by stateless algorithms (ALGORITHMS.md §5.2): for the replica
 // algorithms one lost message corrupts state for good, so injecting drops there tests nothing useful.
 void checkFaults(const Config& c, std::vector<std::string>& p) {
@@ -210,6 +222,7 @@ std::vector<std::string> validate(const Config& config) {
   checkNode(config, problems);
   checkTopology(config, problems);
   checkAlgorithm(config, problems);
+  checkTrainer(config, problems);
   checkFaults(config, problems);
   return problems;
 }

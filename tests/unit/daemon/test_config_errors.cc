@@ -117,6 +117,16 @@ TEST_CASE("rules that relate several keys") {
   checkFails("", {"algorithm.local_schedule=adaptive", "algorithm.local_steps=4"}, "algorithm.local_steps_max");
   checkFails("", {"model.kind=mlp", "model.hidden=[]"}, "model.hidden");
   checkFails("", {"security.enable=true"}, "security.keys_dir is required");
+  // The trainer bridge (docs/trainer.md): model mode mixes the trainer's model, gradient mode steps itself.
+  checkFails("", {"trainer.enable=true", "algorithm.name=lead"},
+             "trainer.mode = 'model' works with dpsgd, deepsqueeze, choco, not algorithm.name = 'lead'");
+  CHECK(errorOf("", {"trainer.enable=true", "trainer.mode=gradient", "algorithm.name=lead"}).empty());
+  CHECK(errorOf("", {"trainer.enable=false", "algorithm.name=lead"}).empty());
+  checkFails("", {"trainer.enable=true", "trainer.mode=gradient", "algorithm.local_steps=2"},
+             "algorithm.local_steps must be 1 with a fixed schedule when trainer.mode = 'gradient'");
+  CHECK(errorOf("", {"trainer.enable=true", "algorithm.local_steps=2"}).empty());
+  checkFails("", {"trainer.mode=gradients"}, "trainer.mode");
+  checkFails("", {"trainer.idle_timeout_ms=10"}, "trainer.idle_timeout_ms");
 }
 
 TEST_CASE("nids and ed refuse a compressor they would silently ignore") {
