@@ -30,6 +30,8 @@
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
 #include "daemon/sim_setup.h"
+#include "daemon/trainer_bridge.h"
+#include "daemon/trainer_node.h"
 #include "engine/checkpoint.h"
 #include "engine/frame.h"
 #include "engine/node_engine.h"
@@ -152,6 +154,15 @@ struct NodeRuntime::Impl {
   std::optional<std::uint64_t> lastCheckpointAt;  // ms, a checkpoint this process wrote
   std::unique_ptr<HttpServer> http;
 
+  // ---- trainer.enable (docs/trainer.md): a trainer process drives the rounds ----
+  std::unique_ptr<TrainerBridge> bridge;
+  std::unique_ptr<compress::Compressor> trainerCompressor;  // the method's codec (no SimProblem here)
+  training::Vec trainerX0;                      // the first trainer's parameters, or a checkpoint's placeholder
+  bool trainerPlaceholder = false;              // trainerX0 only has the right size; a checkpoint holds the model
+  training::ExternalGradient* extGrad = nullptr;  // owned by the node; the bridge's gradients go here
+  bool waitingForTrainer = false;               // round t could begin but the attached trainer has not asked
+  double trainerLoss = std::numeric_limits<double>::quiet_NaN();
+
   // ---- /cluster (daemon/cluster_view.h): status gossip, events, the view graph's summary ----
   static constexpr std::uint64_t kStatusGossipMs = 1000;  // push the summary table this often...
   static constexpr std::size_t kStatusGossipFanout = 2;   // ...to this many random live members
@@ -189,10 +200,24 @@ struct NodeRuntime::Impl {
       http = std::make_unique<HttpServer>(*addr);
     }
     readIncarnation();
-    setupData();
+    if (c.trainer.enable) {
+      if (!setupTrainer()) return;  // stopped before any trainer gave the first model: run() exits at once
+    } else {
+      setupData();
+    }
     etransport = std::make_unique<EngineTransport>(*zmq, traffic);
     makeEngine();
     loadNewestCheckpoint();
+    if (bridge) {
+      if (trainerPlaceholder && !resumed) {  // no checkpoint could be read after all: take a trainer's model
+        if (!waitForTrainerModel()) {
+          engine.reset();
+          return;
+        }
+        makeEngine();
+      }
+      bridge->ready(engine->node().algorithm().x(), resumed ? resumeRound : 0);
+    }
     makeMembership();
     if (http) {
       writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
@@ -220,6 +245,60 @@ struct NodeRuntime::Impl {
     problem->setup.test = nullptr;
   }
 
+  // Trainer mode: the bridge and the node's codec; the first model comes from the first trainer that
+  // attaches (its size is kept in data_dir/trainer_dim), a restart's from its checkpoint. False when a stop
+  // signal came before any trainer did.
+  bool setupTrainer() {
+    TrainerBridgeOptions o;
+    o.data_dir = dir;
+    o.gradient_mode = c.trainer.mode == "gradient";
+    o.node = id;
+    o.nodes = c.cluster.nodes;
+    o.algorithm = c.algorithm.name;
+    o.rounds = c.algorithm.rounds;
+    o.idle_timeout_ms = c.trainer.idle_timeout_ms;
+    bridge = std::make_unique<TrainerBridge>(o);
+    trainerCompressor = compress::makeCompressor(c.compressor);
+    // The method's own checks (e.g. LEAD refusing a biased compressor) on a throwaway node, so that a bad
+    // config fails now and not after a trainer attached.
+    {
+      training::ExternalGradient* unused = nullptr;
+      (void)makeTrainerNode(c, id, incarnation, training::Vec::Zero(1), *trainerCompressor, unused);
+    }
+    unsigned long long dim = 0;
+    if (std::ifstream in(dir / "trainer_dim"); in) in >> dim;
+    bool haveCheckpoint = false;
+    for (const auto& e : fs::directory_iterator(dir / "checkpoints")) haveCheckpoint |= e.path().extension() == ".gsc";
+    if (dim > 0 && haveCheckpoint) {
+      trainerX0 = training::Vec::Zero(static_cast<Eigen::Index>(dim));
+      trainerPlaceholder = true;
+      return true;
+    }
+    return waitForTrainerModel();
+  }
+
+  bool waitForTrainerModel() {
+    std::printf("node %u: waiting for a trainer to attach at %s (docs/trainer.md)\n", id, bridge->endpoint().c_str());
+    std::fflush(stdout);
+    for (std::uint64_t note = msSince(t0) + 30000;;) {
+      if (gStop) return false;
+      const std::uint64_t now = msSince(t0);
+      bridge->poll(now, nullptr, 0);
+      if (auto x = bridge->takeInitial()) {
+        trainerX0 = std::move(*x);
+        trainerPlaceholder = false;
+        writeTextAtomic(dir / "trainer_dim", std::to_string(trainerX0.size()) + "\n");
+        return true;
+      }
+      if (now >= note) {
+        std::printf("node %u: still waiting for a trainer at %s\n", id, bridge->endpoint().c_str());
+        std::fflush(stdout);
+        note = now + 30000;
+      }
+      bridge->waitReadable(100);
+    }
+  }
+
   void readIncarnation() {
     const fs::path f = dir / "incarnation";
     if (fs::exists(f)) {
@@ -232,7 +311,8 @@ struct NodeRuntime::Impl {
   }
 
   void makeEngine() {
-    auto node = sim::makeNode(problem->setup, id, incarnation);
+    auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0, *trainerCompressor, extGrad)
+                       : sim::makeNode(problem->setup, id, incarnation);
     engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), *etransport);
     engine::LinkOptions lo;
     lo.topology = topologyParams(c.cluster);
@@ -591,6 +671,7 @@ struct NodeRuntime::Impl {
       // from round 31370 to the last, 40000, in under 2 s and left; tests/netns/netns_split.sh). Waiting is
       // bounded: an edge to a member that died goes with the member.
       if (!e.readyToBegin(t, now, /*startBarrier=*/true)) return true;
+      if (bridge && !trainerInput(t, now)) return true;
       e.beginRound(t);
       roundStarted = now;
       roundBeganAt = Clock::now();
@@ -601,11 +682,46 @@ struct NodeRuntime::Impl {
     const bool deadline = e.stateless() && now >= roundStarted + c.algorithm.round_timeout_ms;
     if (!e.roundReady(t) && !deadline) return true;
     e.endRound(t);
+    if (bridge) bridge->finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c.algorithm.rounds);
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
     lastDisagreement = e.node().disagreement();
     afterRound(t + 1);
     progressed = true;
+    return true;
+  }
+
+  // Whether round t may begin as far as the trainer goes; if so its input is in the node. Model mode: the
+  // trainer's parameters become x and the gradient is zero. Gradient mode: its gradient (at the x the bridge
+  // last gave it) is the round's gradient; a method with a start step first moves x and asks again. No
+  // trainer attached: the node follows, never leads (docs/trainer.md): it begins t with a zero gradient only
+  // once a neighbour has, so a cluster whose trainers are all gone pauses instead of running its rounds out.
+  bool trainerInput(Round t, std::uint64_t now) {
+    auto& node = engine->node();
+    waitingForTrainer = false;
+    if (bridge->hasRequest()) {
+      const double loss = bridge->readRequest(node.algorithm().x(), extGrad->buffer());
+      if (!std::isnan(loss)) trainerLoss = loss;
+      if (c.trainer.mode != "gradient") {
+        extGrad->supplyZero(trainerLoss);
+        return true;
+      }
+      extGrad->supply(trainerLoss);
+      if (!node.needsStartStep(t)) return true;
+      node.startStep(t);
+      bridge->askGradientAt(node.algorithm().x(), t);
+      return false;
+    }
+    if (bridge->attached(now)) {
+      waitingForTrainer = true;
+      return false;
+    }
+    if (!engine->neighbourAt(t)) return false;
+    extGrad->supplyZero(trainerLoss);
+    if (node.needsStartStep(t)) {
+      node.startStep(t);
+      extGrad->supplyZero(trainerLoss);
+    }
     return true;
   }
 
@@ -641,7 +757,9 @@ struct NodeRuntime::Impl {
 
   void writeModelFiles(Round next) {
     const auto& x = engine->node().algorithm().x();
-    const auto meta = modelMeta(c, *problem->model, problem->train, next, id, incarnation);
+    const auto meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()}, {"layout", "the trainer's flat parameter vector"},
+                                              {"round", next}, {"node", id}, {"incarnation", incarnation}}
+                             : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
     writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), meta);
   }
 
@@ -696,6 +814,9 @@ struct NodeRuntime::Impl {
                      {"refutations", refutations},
                      {"deaths", deaths},
                      {"last_checkpoint", lastCheckpoint},
+                     {"trainer", bridge ? nlohmann::json(bridge->stateName(now)) : nlohmann::json(nullptr)},
+                     {"trainer_rounds", bridge ? bridge->stats().rounds_served : 0},
+                     {"trainer_copy_seconds", bridge ? static_cast<double>(bridge->stats().copy_ns) * 1e-9 : 0.0},
                      {"seconds", static_cast<double>(now) / 1000.0}};
     std::string text = j.dump() + "\n";
     writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
@@ -793,8 +914,9 @@ struct NodeRuntime::Impl {
     std::printf("node %u: round %llu/%llu  loss %.4f", id, static_cast<unsigned long long>(engine->nextRound()),
                 static_cast<unsigned long long>(c.algorithm.rounds), lastLoss);
     if (accuracy >= 0) std::printf("  acc %.1f%%", 100 * accuracy);
-    std::printf("  alive %zu  neighbors %zu  sent %.2f MB  [%s]\n", membership->alive().size(), engine->links().size(),
-                static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state.c_str());
+    std::printf("  alive %zu  neighbors %zu  sent %.2f MB  [%s%s]\n", membership->alive().size(), engine->links().size(),
+                static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state.c_str(),
+                bridge ? (", trainer " + bridge->stateName(now)).c_str() : "");
     std::fflush(stdout);
   }
 
@@ -807,6 +929,8 @@ struct NodeRuntime::Impl {
     ByteWriter w(saved);
     engine->node().save(w);
     const Round next = engine->inRound() ? engine->mixingRound() : engine->nextRound();
+    // A round the trainer waits for is abandoned with the engine: give it the model as it is.
+    if (bridge) bridge->finishRound(engine->node().algorithm().x(), next, false);
     writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
     incarnation += 1;
     // Rejoin through everyone we knew, not only the configured seeds (the first node has none): alive
@@ -832,6 +956,10 @@ struct NodeRuntime::Impl {
   }
 
   int run() {
+    if (!engine) {
+      std::printf("node %u: stopped before a trainer attached\n", id);
+      return 0;
+    }
     phaseSince = 0;
     bool running = true;
     std::uint64_t finishDeadline = 0;
@@ -839,6 +967,10 @@ struct NodeRuntime::Impl {
       const std::uint64_t now = msSince(t0);
       const auto tp = Clock::time_point(std::chrono::milliseconds(now));
       pumpIncoming(now);
+      if (bridge) {
+        bridge->poll(now, &engine->node().algorithm().x(), engine->nextRound());
+        if (std::isfinite(bridge->reportedAccuracy())) accuracy = bridge->reportedAccuracy();
+      }
       // A broken connection (the peer's process died, or its host stopped answering TCP keepalives) is a
       // reason to probe it now, not to wait for its turn in the probe round: a suspicion, never a death.
       for (PeerId p : zmq->takeDisconnects()) membership->hintUnreachable(p, tp);
@@ -863,6 +995,7 @@ struct NodeRuntime::Impl {
         case Phase::Training:
           running = stepTraining(now);
           if (!running) {
+            if (bridge) bridge->setDone(engine->nextRound());
             phase = Phase::Finishing;
             state = gStop ? "stopped" : "done";
             checkpoint(engine->nextRound());
@@ -888,7 +1021,12 @@ struct NodeRuntime::Impl {
       gossipStatus(now);
       progress(now);
       logRejections(now);
-      if (!std::exchange(progressed, false)) zmq->waitReadable(std::chrono::milliseconds(2));
+      if (!std::exchange(progressed, false)) {
+        if (waitingForTrainer)
+          bridge->waitReadable(2);  // the next step is the trainer's: wake on its request
+        else
+          zmq->waitReadable(std::chrono::milliseconds(2));
+      }
     }
   }
 

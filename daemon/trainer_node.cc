@@ -1,0 +1,31 @@
+#include "daemon/trainer_node.h"
+
+#include <algorithm>
+
+namespace gossip::daemon {
+
+std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnation inc, const training::Vec& x0,
+                                            const compress::Compressor& compressor, training::ExternalGradient*& gradient) {
+  // The same parameters sim::makeNode derives from the config, minus the data.
+  algo::AlgorithmParams p;
+  p.name = c.algorithm.name;
+  p.eta = c.algorithm.eta;
+  p.gamma = c.algorithm.gamma;
+  p.alpha = c.algorithm.alpha;
+  p.beta = c.compressor_beta;
+  p.l1 = c.model.l1;
+  p.seed = c.cluster.seed;
+  p.incarnation = inc;
+  auto algorithm = algo::makeAlgorithm(p, compressor, id, x0);
+  auto est = std::make_unique<training::ExternalGradient>(x0.size());
+  gradient = est.get();
+  algo::NodeSchedule sched;
+  sched.lr = [lr = lrSchedule(c.algorithm)](Round t) { return lr.value(t); };
+  // Local steps are the trainer's business in model mode and refused in gradient mode (config check).
+  sched.localSteps = [](Round) { return 1u; };
+  sched.l1 = c.model.l1;
+  if (c.algorithm.final_consensus_rounds > 0) sched.consensus_from = c.algorithm.rounds - c.algorithm.final_consensus_rounds;
+  return std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
+}
+
+}  // namespace gossip::daemon

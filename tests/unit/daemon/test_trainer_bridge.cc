@@ -1,0 +1,322 @@
+// The daemon's end of the trainer protocol (docs/trainer.md) against a raw DEALER socket: every message of
+// the protocol, its errors, and how the bridge notices a trainer that is gone.
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "core/error.h"
+#include "daemon/trainer_bridge.h"
+
+using namespace gossip;
+using daemon::TrainerBridge;
+using json = nlohmann::json;
+using training::Vec;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gossip-bridge-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+daemon::TrainerBridgeOptions options(const fs::path& dir, bool gradient = false) {
+  daemon::TrainerBridgeOptions o;
+  o.data_dir = dir;
+  o.gradient_mode = gradient;
+  o.node = 3;
+  o.nodes = 8;
+  o.algorithm = gradient ? "lead" : "dpsgd";
+  o.rounds = 100;
+  o.idle_timeout_ms = 5000;
+  return o;
+}
+
+// A trainer's socket plus its view of the shared memory.
+struct Client {
+  zmq::context_t ctx{1};
+  zmq::socket_t s{ctx, zmq::socket_type::dealer};
+  void* map = nullptr;
+  std::size_t bytes = 0;
+  explicit Client(const std::string& endpoint) {
+    s.set(zmq::sockopt::linger, 0);
+    s.connect(endpoint);
+  }
+  ~Client() {
+    if (map) munmap(map, bytes);
+  }
+  void send(const json& m) {
+    const std::string t = m.dump();
+    s.send(zmq::buffer(t), zmq::send_flags::none);
+  }
+  // Polls the bridge (the daemon's loop) until a reply other than a keepalive arrives, at most 5 s.
+  json reply(TrainerBridge& b, const Vec* model, Round next, std::uint64_t nowMs = 0, bool skipWait = true) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+      b.poll(nowMs, model, next);
+      zmq::message_t m;
+      if (s.recv(m, zmq::recv_flags::dontwait)) {
+        auto j = json::parse(m.to_string());
+        if (skipWait && j["op"] == "wait") continue;
+        return j;
+      }
+      b.waitReadable(5);
+    }
+    FAIL("no reply from the bridge within 5 s");
+    return {};
+  }
+  void mapShm(const json& attached) {
+    const std::string path = attached["shm"];
+    const int fd = open(path.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    bytes = 2 * attached["dim"].get<std::size_t>() * (attached["dtype"] == "float64" ? 8 : 4);
+    map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    REQUIRE(map != MAP_FAILED);
+  }
+  float* params() { return static_cast<float*>(map); }
+  float* grad(std::size_t dim) { return static_cast<float*>(map) + dim; }
+};
+
+json attachMsg(std::size_t dim, const char* dtype = "float32") {
+  return {{"op", "attach"}, {"version", 1}, {"dim", dim}, {"dtype", dtype}, {"pid", 42}};
+}
+
+}  // namespace
+
+TEST_CASE("first start: the trainer's parameters become the initial model") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Client c(b.endpoint());
+  c.send(attachMsg(4));
+  auto r = c.reply(b, nullptr, 0);
+  REQUIRE(r["op"] == "attached");
+  CHECK(r["init"] == true);
+  CHECK(r["node"] == 3);
+  CHECK(r["nodes"] == 8);
+  CHECK(r["mode"] == "model");
+  CHECK(r["algorithm"] == "dpsgd");
+  CHECK(r["rounds"] == 100);
+  CHECK(!b.attached(0));  // not before it has given the model
+  c.mapShm(r);
+  const float init[] = {1.5f, -2.0f, 0.25f, 8.0f};
+  std::memcpy(c.params(), init, sizeof init);
+  c.send({{"op", "init"}});
+  std::optional<Vec> x0;
+  for (int i = 0; i < 200 && !x0; ++i) {
+    b.poll(0, nullptr, 0);
+    x0 = b.takeInitial();
+    b.waitReadable(5);
+  }
+  REQUIRE(x0);
+  CHECK(*x0 == Vec{{1.5, -2.0, 0.25, 8.0}});
+  CHECK(!b.takeInitial());  // once
+  b.ready(*x0, 0);
+  CHECK(c.reply(b, &*x0, 0)["op"] == "ready");
+  CHECK(b.attached(0));
+  CHECK(b.stateName(0) == "attached");
+}
+
+TEST_CASE("a model round: parameters in, mixed model out, one reply") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0, 3.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(3));
+  auto r = c.reply(b, &model, 7);
+  REQUIRE(r["op"] == "attached");
+  CHECK(r["init"] == false);
+  CHECK(r["round"] == 7);
+  c.mapShm(r);
+  CHECK(c.params()[0] == 1.0f);  // the daemon's model is in the mapping at attach
+  CHECK(c.params()[2] == 3.0f);
+
+  c.params()[0] = 10.0f;  // the trainer's optimizer step
+  c.send({{"op", "mix"}, {"loss", 0.5}});
+  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
+    b.poll(0, &model, 7);
+    b.waitReadable(5);
+  }
+  REQUIRE(b.hasRequest());
+  Vec g;
+  CHECK(b.readRequest(model, g) == doctest::Approx(0.5));
+  CHECK(model == Vec{{10.0, 2.0, 3.0}});
+  CHECK(g.size() == 0);  // model mode: no gradient travels
+  CHECK(!b.hasRequest());
+  model = Vec{{-1.0, -2.0, -3.0}};  // the mixed model
+  b.finishRound(model, 8, false);
+  r = c.reply(b, &model, 8);
+  CHECK(r == json{{"op", "mixed"}, {"round", 8}, {"done", false}});
+  CHECK(c.params()[1] == -2.0f);
+  CHECK(b.stats().rounds_served == 1);
+}
+
+TEST_CASE("gradient mode: the gradient region is read, and a start step asks for a gradient at the moved point") {
+  TempDir d;
+  TrainerBridge b(options(d.path, /*gradient=*/true));
+  Vec model{{1.0, 1.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(2, "float64"));
+  auto r = c.reply(b, &model, 0);
+  REQUIRE(r["op"] == "attached");
+  CHECK(r["mode"] == "gradient");
+  c.mapShm(r);
+  double* p = static_cast<double*>(c.map);
+  p[2] = 0.125;  // gradient region follows dim parameters
+  p[3] = -4.0;
+  c.send({{"op", "mix"}});
+  CHECK(c.reply(b, &model, 0)["error"].get<std::string>().find("send grad") != std::string::npos);
+  c.send({{"op", "grad"}, {"loss", 2.0}});
+  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
+    b.poll(0, &model, 0);
+    b.waitReadable(5);
+  }
+  REQUIRE(b.hasRequest());
+  Vec g;
+  b.readRequest(model, g);
+  CHECK(g == Vec{{0.125, -4.0}});
+  CHECK(model == Vec{{1.0, 1.0}});  // x is the daemon's in gradient mode
+  b.askGradientAt(Vec{{0.5, 0.25}}, 0);
+  r = c.reply(b, &model, 0);
+  CHECK(r["op"] == "grad_at");
+  CHECK(p[0] == 0.5);
+  CHECK(p[1] == 0.25);
+}
+
+TEST_CASE("protocol errors are one-line replies and change nothing") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0, 3.0}};
+  Client c(b.endpoint());
+  auto ask = [&](const json& m) {
+    c.send(m);
+    auto r = c.reply(b, &model, 0);
+    REQUIRE(r["op"] == "error");
+    return r["error"].get<std::string>();
+  };
+  CHECK(ask({{"op", "mix"}}).find("not attached") != std::string::npos);
+  CHECK(ask({{"op", "dance"}}) == "unknown op 'dance'");
+  CHECK(ask({{"no", "op"}}).find("without \"op\"") != std::string::npos);
+  CHECK(ask(attachMsg(5)) == "trainer has 5 parameters, the daemon's model has 3");
+  CHECK(ask(attachMsg(3, "int8")).find("dtype 'int8'") != std::string::npos);
+  CHECK(ask({{"op", "attach"}, {"version", 2}, {"dim", 3}}).find("version 2") != std::string::npos);
+  CHECK(ask({{"op", "attach"}, {"version", 1}}).find("needs dim") != std::string::npos);
+  c.s.send(zmq::str_buffer("not json{"), zmq::send_flags::none);
+  CHECK(c.reply(b, &model, 0)["error"] == "a message that is not JSON");
+  CHECK(b.stateName(0) == "none");
+  CHECK(b.stats().protocol_errors == 8);
+  c.send(attachMsg(3));
+  REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
+  CHECK(ask({{"op", "grad"}}).find("send mix") != std::string::npos);
+  CHECK(ask({{"op", "init"}}).find("not asked for") != std::string::npos);
+  c.send({{"op", "mix"}});
+  c.send({{"op", "mix"}});
+  auto r = c.reply(b, &model, 0);
+  CHECK(r["error"] == "a request is already waiting for its round");
+  CHECK(b.hasRequest());
+}
+
+TEST_CASE("a waiting request gets keepalives, and the end of training answers it with done") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{0.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(1));
+  REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
+  c.send({{"op", "mix"}});
+  auto r = c.reply(b, &model, 5, 1000, /*skipWait=*/false);
+  CHECK(r == json{{"op", "wait"}, {"round", 5}});
+  b.setDone(100);
+  r = c.reply(b, &model, 100, 1000);
+  CHECK(r == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+  c.send({{"op", "mix"}});
+  CHECK(c.reply(b, &model, 100, 1000)["done"] == true);
+  CHECK(!b.hasRequest());
+}
+
+TEST_CASE("a trainer that is gone, silent or replaced no longer drives rounds") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{0.0, 0.0}};
+  SUBCASE("its connection closes") {
+    {
+      Client c(b.endpoint());
+      c.send(attachMsg(2));
+      REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
+      CHECK(b.attached(0));
+    }  // the socket closes, as when the process dies
+    for (int i = 0; i < 400 && b.stateName(0) != "detached"; ++i) {
+      b.poll(0, &model, 0);
+      b.waitReadable(5);
+    }
+    CHECK(b.stateName(0) == "detached");
+  }
+  SUBCASE("it says nothing for idle_timeout_ms") {
+    Client c(b.endpoint());
+    c.send(attachMsg(2));
+    REQUIRE(c.reply(b, &model, 0, 1000)["op"] == "attached");
+    CHECK(b.attached(5999));
+    CHECK(!b.attached(6000));
+    c.send({{"op", "report"}, {"accuracy", 0.75}});
+    CHECK(c.reply(b, &model, 0, 6000)["op"] == "ok");
+    CHECK(b.attached(6000));
+    CHECK(b.reportedAccuracy() == 0.75);
+  }
+  SUBCASE("another trainer attaches") {
+    Client first(b.endpoint());
+    first.send(attachMsg(2));
+    REQUIRE(first.reply(b, &model, 0)["op"] == "attached");
+    first.send({{"op", "mix"}});
+    for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
+      b.poll(0, &model, 0);
+      b.waitReadable(5);
+    }
+    REQUIRE(b.hasRequest());
+    Client second(b.endpoint());
+    second.send(attachMsg(2));
+    REQUIRE(second.reply(b, &model, 0)["op"] == "attached");
+    CHECK(!b.hasRequest());  // the first one's request went with it
+    auto r = first.reply(b, &model, 0);
+    CHECK(r["error"] == "replaced by another trainer");
+    first.send({{"op", "mix"}});
+    CHECK(first.reply(b, &model, 0)["error"].get<std::string>().find("not attached") != std::string::npos);
+  }
+  SUBCASE("it detaches") {
+    Client c(b.endpoint());
+    c.send(attachMsg(2));
+    REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
+    c.send({{"op", "detach"}});
+    CHECK(c.reply(b, &model, 0)["op"] == "ok");
+    CHECK(b.stateName(0) == "detached");
+  }
+}
+
+TEST_CASE("the shared memory is removed with the bridge, and a too long socket path is a config error") {
+  TempDir d;
+  std::string shm;
+  {
+    TrainerBridge b(options(d.path));
+    Vec model{{0.0}};
+    Client c(b.endpoint());
+    c.send(attachMsg(1));
+    shm = c.reply(b, &model, 0)["shm"];
+    CHECK(fs::exists(shm));
+  }
+  CHECK(!fs::exists(shm));
+  const fs::path deep = d.path / std::string(120, 'x');
+  CHECK_THROWS_AS(TrainerBridge(options(deep)), ConfigError);
+}
