@@ -644,6 +644,7 @@ struct NodeRuntime::Impl {
       // (tests/netns/netns_cut.sh: node 0 rejoined with the cut-off node's round 107400 while its other
       // neighbours were at 9909, and stopped). The cut-off node itself rejoins too and so comes back down.
       const Round next = rejoined ? std::min(*r, resumeRound) : *r;
+      if (bridge) bridge->modelChanged();  // the neighbour's model replaced ours
       std::printf("node %u: state transfer done, continuing at round %llu\n", id, static_cast<unsigned long long>(next));
       return startTraining(next, now);
     }
@@ -682,7 +683,8 @@ struct NodeRuntime::Impl {
     const bool deadline = e.stateless() && now >= roundStarted + c.algorithm.round_timeout_ms;
     if (!e.roundReady(t) && !deadline) return true;
     e.endRound(t);
-    if (bridge) bridge->finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c.algorithm.rounds);
+    if (bridge && !bridge->finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c.algorithm.rounds))
+      bridge->modelChanged();  // a round the trainer did not see
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
     lastDisagreement = e.node().disagreement();
@@ -699,6 +701,11 @@ struct NodeRuntime::Impl {
   bool trainerInput(Round t, std::uint64_t now) {
     auto& node = engine->node();
     waitingForTrainer = false;
+    if (bridge->hasRequest() && !bridge->trainerCurrent()) {
+      // Computed from a model the node no longer has: hand over the current one, no round.
+      bridge->resync(node.algorithm().x(), t);
+      return false;
+    }
     if (bridge->hasRequest()) {
       const double loss = bridge->readRequest(node.algorithm().x(), extGrad->buffer());
       if (!std::isnan(loss)) trainerLoss = loss;

@@ -112,6 +112,7 @@ struct TrainerBridge::Impl {
   bool done = false;
   Round doneRound = 0;
   double accuracy = kNaN, loss = kNaN;
+  bool current = false;  // the trainer holds the node's model as it is now
   std::uint64_t lastPoll = 0;  // ms of the last poll()
 
   explicit Impl(TrainerBridgeOptions opts) : o(std::move(opts)) {
@@ -213,6 +214,7 @@ struct TrainerBridge::Impl {
     lastHeard = now;
     ++stats.attaches;
     if (model) writeModel(*model);
+    current = model != nullptr;
     std::printf("node %u: trainer attached (pid %lld, %llu parameters, %s)%s\n", o.node, trainer->pid,
                 static_cast<unsigned long long>(dim), dtype.c_str(), model ? ", given the current model" : ", asked for the initial model");
     std::fflush(stdout);
@@ -325,6 +327,7 @@ void TrainerBridge::ready(const Vec& model, Round next) {
   Impl& i = *impl_;
   if (i.isTrainer(i.initFrom) && !i.trainer->awaitingInit && static_cast<std::size_t>(model.size()) == i.trainer->dim) {
     i.writeModel(model);
+    i.current = true;
     i.send(i.initFrom, {{"op", "ready"}, {"round", next}});
   }
   i.initFrom.clear();
@@ -354,14 +357,31 @@ double TrainerBridge::readRequest(Vec& x, Vec& g) {
   return i.pendingLoss;
 }
 
-void TrainerBridge::finishRound(const Vec& x, Round next, bool done) {
+bool TrainerBridge::finishRound(const Vec& x, Round next, bool done) {
   Impl& i = *impl_;
   const std::string who = std::exchange(i.serving, std::string());
-  if (who.empty() || !i.isTrainer(who)) return;  // the trainer left or was replaced during the round
+  if (who.empty() || !i.isTrainer(who)) return false;  // the trainer left or was replaced during the round
   i.writeModel(x);
+  i.current = true;
   ++i.stats.rounds_served;
   i.lastHeard = i.lastPoll;  // the trainer's idle clock starts at our reply
   i.send(who, {{"op", "mixed"}, {"round", next}, {"done", done}});
+  return true;
+}
+
+void TrainerBridge::modelChanged() { impl_->current = false; }
+bool TrainerBridge::trainerCurrent() const { return impl_->current; }
+
+void TrainerBridge::resync(const Vec& x, Round next) {
+  Impl& i = *impl_;
+  GOSSIP_CHECK(i.trainer && i.pending != Impl::Op::None, "no trainer request to answer");
+  i.pending = Impl::Op::None;
+  i.writeModel(x);
+  i.current = true;
+  if (i.o.gradient_mode)
+    i.send(i.trainer->identity, {{"op", "grad_at"}, {"round", next}});
+  else
+    i.send(i.trainer->identity, {{"op", "mixed"}, {"round", next}, {"done", false}, {"resync", true}});
 }
 
 void TrainerBridge::askGradientAt(const Vec& x, Round t) {
@@ -369,6 +389,7 @@ void TrainerBridge::askGradientAt(const Vec& x, Round t) {
   const std::string who = std::exchange(i.serving, std::string());
   if (who.empty() || !i.isTrainer(who)) return;
   i.writeModel(x);
+  i.current = true;
   i.send(who, {{"op", "grad_at"}, {"round", t}});
 }
 

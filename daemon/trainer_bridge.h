@@ -75,10 +75,19 @@ class TrainerBridge {
   // g <- gradient. Returns the loss the trainer reported (NaN when it sent none).
   double readRequest(training::Vec& x, training::Vec& g);
   // The round the request began is over: parameters <- x, reply {"op":"mixed","round":next,"done":done}.
-  void finishRound(const training::Vec& x, Round next, bool done);
+  // False when the round served no request (the trainer was away, or left during the round).
+  bool finishRound(const training::Vec& x, Round next, bool done);
   // Gradient mode, LEAD's start step: parameters <- x, reply {"op":"grad_at"}; the trainer answers with a
   // new grad request.
   void askGradientAt(const training::Vec& x, Round t);
+  // The node's model changed without the trainer seeing it (a round run without it, a state transfer):
+  // its next request was computed from an old model, so the runtime answers it with resync instead of
+  // running a round.
+  void modelChanged();
+  bool trainerCurrent() const;
+  // Discards the pending request and hands the trainer the current model: model mode replies
+  // {"op":"mixed","round":next,"done":false,"resync":true}, gradient mode {"op":"grad_at"}.
+  void resync(const training::Vec& x, Round next);
   // The node ran its last round: requests from now on are answered with done at once.
   void setDone(Round next);
 

@@ -165,6 +165,36 @@ TEST_CASE("a model round: parameters in, mixed model out, one reply") {
   CHECK(b.stats().rounds_served == 1);
 }
 
+TEST_CASE("a trainer whose model is out of date is resynced instead of mixed") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(2));
+  auto r = c.reply(b, &model, 0);
+  REQUIRE(r["op"] == "attached");
+  c.mapShm(r);
+  CHECK(b.trainerCurrent());  // the attach handed it the model
+  b.modelChanged();           // e.g. a state transfer
+  model = Vec{{5.0, 6.0}};
+  CHECK(!b.trainerCurrent());
+  c.params()[0] = 99.0f;  // its step from the old model
+  c.send({{"op", "mix"}});
+  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
+    b.poll(0, &model, 3);
+    b.waitReadable(5);
+  }
+  REQUIRE(b.hasRequest());
+  b.resync(model, 3);
+  r = c.reply(b, &model, 3);
+  CHECK(r == json{{"op", "mixed"}, {"round", 3}, {"done", false}, {"resync", true}});
+  CHECK(c.params()[0] == 5.0f);
+  CHECK(c.params()[1] == 6.0f);
+  CHECK(b.trainerCurrent());
+  CHECK(!b.hasRequest());
+  CHECK(b.stats().rounds_served == 0);
+}
+
 TEST_CASE("gradient mode: the gradient region is read, and a start step asks for a gradient at the moved point") {
   TempDir d;
   TrainerBridge b(options(d.path, /*gradient=*/true));
