@@ -247,7 +247,7 @@ struct TrainerBridge::Impl {
     initFrom = id;
   }
 
-  void onRoundRequest(const std::string& id, const json& m, Op op, Round next) {
+  void onRoundRequest(const std::string& id, const json& m, Op op, std::uint64_t now) {
     if (!isTrainer(id)) return error(id, "not attached: send attach first");
     if (trainer->awaitingInit) return error(id, "send init first: the daemon has no model yet");
     if (op == Op::Mix && o.gradient_mode)
@@ -258,8 +258,7 @@ struct TrainerBridge::Impl {
     if (done) return send(id, {{"op", "mixed"}, {"round", doneRound}, {"done", true}});
     pending = op;
     pendingLoss = m.contains("loss") && m["loss"].is_number() ? m["loss"].get<double>() : kNaN;
-    nextKeepalive = 0;
-    (void)next;
+    nextKeepalive = now + kKeepaliveMs;
   }
 
   void handle(const std::string& id, const std::string& text, std::uint64_t now, const Vec* model, Round next) {
@@ -274,8 +273,8 @@ struct TrainerBridge::Impl {
     const std::string op = m["op"].get<std::string>();
     if (op == "attach") return onAttach(id, m, now, model, next);
     if (op == "init") return onInit(id);
-    if (op == "mix") return onRoundRequest(id, m, Op::Mix, next);
-    if (op == "grad") return onRoundRequest(id, m, Op::Grad, next);
+    if (op == "mix") return onRoundRequest(id, m, Op::Mix, now);
+    if (op == "grad") return onRoundRequest(id, m, Op::Grad, now);
     if (op == "report") {
       if (m.contains("accuracy") && m["accuracy"].is_number()) accuracy = m["accuracy"].get<double>();
       if (m.contains("loss") && m["loss"].is_number()) loss = m["loss"].get<double>();

@@ -268,7 +268,14 @@ TEST_CASE("a waiting request gets keepalives, and the end of training answers it
   c.send(attachMsg(1));
   REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
   c.send({{"op", "mix"}});
-  auto r = c.reply(b, &model, 5, 1000, /*skipWait=*/false);
+  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
+    b.poll(1000, &model, 5);
+    b.waitReadable(5);
+  }
+  REQUIRE(b.hasRequest());
+  zmq::message_t early;
+  CHECK(!c.s.recv(early, zmq::recv_flags::dontwait));  // the first keepalive comes a second later
+  auto r = c.reply(b, &model, 5, 2000, /*skipWait=*/false);
   CHECK(r == json{{"op", "wait"}, {"round", 5}});
   b.setDone(100);
   r = c.reply(b, &model, 100, 1000);
