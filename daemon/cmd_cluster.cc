@@ -1,4 +1,4 @@
-// gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]
+// gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH] [--trainer CMD]
 // N `gossipd run` children on loopback with ephemeral ports and one data directory each, one progress
 // display for all of them, a clean stop on Ctrl-C, and a line for every child that dies (DESIGN.md §1).
 #include <algorithm>
@@ -37,6 +37,7 @@ extern "C" void onClusterSignal(int) { gInterrupted = 1; }
 
 constexpr const char* kClusterUsage =
     "usage: gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]\n"
+    "                       [--trainer CMD]\n"
     "  Starts N `gossipd run` nodes on this machine (loopback, ephemeral ports), node i with its data\n"
     "  directory D/node-i (checkpoints, model.npy, status.json, log, http_port: each node serves\n"
     "  /metrics and /status on node.http's host with a port of its own), and shows one progress line for\n"
@@ -49,7 +50,10 @@ constexpr const char* kClusterUsage =
     "  --bin PATH     the gossipd binary to start (default: this one)\n"
     "  --http-port P  node 0's HTTP port (default 8080; another free port when 8080 is taken, 0 = any):\n"
     "                 its dashboard at / shows the whole cluster (members gossip their progress); the\n"
-    "                 URL is printed once node 0 serves it\n";
+    "                 URL is printed once node 0 serves it\n"
+    "  --trainer CMD  beside each node, run CMD with /bin/sh (its output in D/node-i/trainer.log), with\n"
+    "                 GOSSIPD_DATA_DIR, GOSSIPD_NODE and GOSSIPD_NODES set; sets trainer.enable = true\n"
+    "                 (docs/trainer.md). Trainers still running 30 s after the last node ended are stopped.\n";
 
 // True when a TCP listener could bind ip:port now (the port is checked, not held: node 0 binds it a moment
 // later, and should someone take it in between, node 0 stops with one line naming node.http).
@@ -78,6 +82,8 @@ bool portFree(const std::string& ip, std::uint16_t port) {
 struct Child {
   PeerId id = 0;
   pid_t pid = -1;
+  pid_t trainerPid = -1;               // --trainer: the trainer beside this node
+  std::optional<int> trainerStatus;
   fs::path dir;
   std::optional<int> status;  // waitpid status once exited
   nlohmann::json last;        // last status.json read
@@ -108,6 +114,28 @@ pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const 
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+// `/bin/sh -c command` with the node's environment (--trainer), output appended to log.
+pid_t spawnTrainer(const std::string& command, const fs::path& dataDir, PeerId id, std::uint32_t nodes, const fs::path& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw ConfigError("--dir: cannot write '" + log.string() + "'");
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    ::setenv("GOSSIPD_DATA_DIR", dataDir.c_str(), 1);
+    ::setenv("GOSSIPD_NODE", std::to_string(id).c_str(), 1);
+    ::setenv("GOSSIPD_NODES", std::to_string(nodes).c_str(), 1);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(fd);
@@ -193,7 +221,7 @@ int cluster(std::vector<std::string> argv) {
   std::optional<std::uint32_t> nodes;
   std::optional<std::string> configFile;
   std::vector<std::string> sets;
-  std::string dir = "./gossipd-cluster", bin;
+  std::string dir = "./gossipd-cluster", bin, trainer;
   long long httpPort = 8080;
   while (!args.done()) {
     const std::string flag = args.next("cluster");
@@ -214,15 +242,19 @@ int cluster(std::vector<std::string> argv) {
       dir = args.next(flag);
     } else if (flag == "--bin") {
       bin = args.next(flag);
+    } else if (flag == "--trainer") {
+      trainer = args.next(flag);
+      if (trainer.empty()) throw ConfigError("--trainer: expected a command");
     } else if (flag == "--http-port") {
       httpPort = cli::parseNumber<long long>(args.next(flag), "--http-port");
       if (httpPort < 0 || httpPort > 65535) throw ConfigError("--http-port: expected 0..65535, got " + std::to_string(httpPort));
     } else {
-      throw ConfigError("unknown option '" + flag + "' (expected --nodes, --config, --set, --dir, --bin, --http-port)");
+      throw ConfigError("unknown option '" + flag + "' (expected --nodes, --config, --set, --dir, --bin, --http-port, --trainer)");
     }
   }
   if (!nodes) throw ConfigError("--nodes N is required");
   // The whole configuration is checked here, once, so a bad key is one line before any child starts.
+  if (!trainer.empty()) sets.push_back("trainer.enable=true");
   std::vector<std::string> all = sets;
   all.push_back("cluster.nodes=" + std::to_string(*nodes));
   const daemon::Config config = daemon::loadConfig(configFile, all);
@@ -269,13 +301,24 @@ int cluster(std::vector<std::string> argv) {
                        "--set", "node.http=" + (i == 0 ? http0 : http)});
     if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
     c.pid = spawn(bin, a, c.dir / "log");
+    // The trainer may start before its node binds the socket: the client retries its attach.
+    if (!trainer.empty()) c.trainerPid = spawnTrainer(trainer, c.dir, i, *nodes, c.dir / "trainer.log");
   };
   auto stopAll = [&](int sig) {
-    for (auto& c : children)
+    for (auto& c : children) {
       if (c.pid > 0 && !c.status) ::kill(c.pid, sig);
+      if (c.trainerPid > 0 && !c.trainerStatus) ::kill(c.trainerPid, sig);
+    }
   };
   auto reap = [&](bool report) {
     for (auto& c : children) {
+      int ts = 0;
+      if (c.trainerPid > 0 && !c.trainerStatus && ::waitpid(c.trainerPid, &ts, WNOHANG) == c.trainerPid) {
+        c.trainerStatus = ts;
+        if (report && !(WIFEXITED(ts) && WEXITSTATUS(ts) == 0))
+          std::printf("\ntrainer of node %u %s (see %s: %s)\n", c.id, describeExit(ts).c_str(),
+                      (c.dir / "trainer.log").c_str(), lastLine(c.dir / "trainer.log").c_str());
+      }
       if (c.pid <= 0 || c.status) continue;
       int st = 0;
       if (::waitpid(c.pid, &st, WNOHANG) == c.pid) {
@@ -311,11 +354,22 @@ int cluster(std::vector<std::string> argv) {
   const bool tty = ::isatty(1);
   bool urlShown = http0.empty();
   auto nextLine = Clock::now();
-  std::optional<Clock::time_point> stopDeadline;
+  std::optional<Clock::time_point> stopDeadline, trainerDeadline;
   for (;;) {
     reap(true);
     const bool allDone = std::all_of(children.begin(), children.end(), [](const Child& c) { return c.status.has_value(); });
-    if (allDone) break;
+    const bool trainersDone = std::all_of(children.begin(), children.end(),
+                                          [](const Child& c) { return c.trainerPid <= 0 || c.trainerStatus.has_value(); });
+    if (allDone && trainersDone) break;
+    if (allDone) {  // trainers get the daemons' last reply, then a grace period to save their models
+      if (!trainerDeadline) trainerDeadline = Clock::now() + std::chrono::seconds(30);
+      if (Clock::now() > *trainerDeadline) {
+        std::printf("\ntrainers still running 30 s after the last node ended: stopping them\n");
+        for (auto& c : children)
+          if (c.trainerPid > 0 && !c.trainerStatus) ::kill(c.trainerPid, SIGTERM);
+        trainerDeadline = Clock::now() + std::chrono::hours(1);
+      }
+    }
     if (gInterrupted && !stopDeadline) {
       std::printf("\nstopping %u nodes (SIGTERM: checkpoint, leave)...\n", *nodes);
       stopAll(SIGTERM);
@@ -363,6 +417,10 @@ int cluster(std::vector<std::string> argv) {
     total += bytes;
     const bool good = c.status && WIFEXITED(*c.status) && WEXITSTATUS(*c.status) == 0;
     ok = ok && good;
+    if (c.trainerStatus && !(WIFEXITED(*c.trainerStatus) && WEXITSTATUS(*c.trainerStatus) == 0)) {
+      ok = false;
+      std::printf("trainer of node %u %s (see %s)\n", c.id, describeExit(*c.trainerStatus).c_str(), (c.dir / "trainer.log").c_str());
+    }
     std::printf("%4u  %-9s %6llu  %9.4f  %8s  %8.2f   %s\n", c.id, field<std::string>(c.last, "state", "?").c_str(),
                 static_cast<unsigned long long>(field<Round>(c.last, "round", 0)), field<double>(c.last, "loss", 0),
                 a >= 0 ? (std::to_string(100 * a).substr(0, 5) + "%").c_str() : "-", static_cast<double>(bytes) / 1e6,
