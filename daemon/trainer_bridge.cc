@@ -309,7 +309,8 @@ void TrainerBridge::poll(std::uint64_t nowMs, const Vec* model, Round next) {
     }
     i.handle(identity.to_string(), body.to_string(), nowMs, model, next);
   }
-  if (i.trainer && i.pending != Impl::Op::None && nowMs >= i.nextKeepalive) {
+  // Keepalives while the request waits to begin its round and while the round waits for the neighbours.
+  if (i.trainer && (i.pending != Impl::Op::None || !i.serving.empty()) && nowMs >= i.nextKeepalive) {
     i.send(i.trainer->identity, {{"op", "wait"}, {"round", next}});
     i.nextKeepalive = nowMs + kKeepaliveMs;
   }

@@ -277,6 +277,13 @@ TEST_CASE("a waiting request gets keepalives, and the end of training answers it
   CHECK(!c.s.recv(early, zmq::recv_flags::dontwait));  // the first keepalive comes a second later
   auto r = c.reply(b, &model, 5, 2000, /*skipWait=*/false);
   CHECK(r == json{{"op", "wait"}, {"round", 5}});
+  Vec g;
+  b.readRequest(model, g);  // the round begins and waits for the neighbours: keepalives go on
+  r = c.reply(b, &model, 5, 3000, /*skipWait=*/false);
+  CHECK(r == json{{"op", "wait"}, {"round", 5}});
+  b.finishRound(model, 6, false);
+  CHECK(c.reply(b, &model, 6, 4000)["op"] == "mixed");
+  c.send({{"op", "mix"}});
   b.setDone(100);
   r = c.reply(b, &model, 100, 1000);
   CHECK(r == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
