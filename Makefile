@@ -13,7 +13,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config zlib1g-dev \
   libzmq3-dev cppzmq-dev libeigen3-dev libboost-dev libspdlog-dev doctest-dev \
   libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev dataset-fashion-mnist \
   python3 python3-numpy python3-matplotlib python3-zmq curl prometheus iproute2 \
-  libjs-chart.js libjs-d3 chromium chromium-driver python3-selenium
+  libjs-chart.js libjs-d3 chromium chromium-driver python3-selenium python3-torch
 
 .PHONY: all deps build build-asan build-tsan build-fuzz fuzz test test-asan demo bench clean docker-base docker-image docker-test
 

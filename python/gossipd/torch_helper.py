@@ -1,0 +1,83 @@
+"""Torch side of gossipd: a module's parameters as views of the bridge's shared memory.
+
+Imported by :meth:`gossipd.Trainer.bind` only, so that numpy users never import torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import numpy as np
+import torch
+
+_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
+
+
+class ModuleBinding:
+    """The parameters of `module` (module.parameters(), in order, trainable or frozen), flattened."""
+
+    def __init__(self, module: Any, np_dtype: np.dtype):
+        if not hasattr(module, "parameters"):
+            raise TypeError(f"gossipd: bind needs a torch.nn.Module, not {type(module).__name__} "
+                            "(numpy users: bind_array(n))")
+        self.dtype = _TORCH_DTYPES[np.dtype(np_dtype)]
+        self.params: List[torch.nn.Parameter] = list(module.parameters())
+        if not self.params:
+            raise ValueError("gossipd: the module has no parameters")
+        for i, p in enumerate(self.params):
+            if p.device.type != "cpu":
+                raise ValueError(f"gossipd: parameter {i} is on {p.device}; the shared memory is CPU memory "
+                                 "(bind a CPU model)")
+            if p.layout != torch.strided:
+                raise ValueError(f"gossipd: parameter {i} is not a dense tensor")
+            if p.dtype != self.dtype:
+                raise ValueError(f"gossipd: parameter {i} is {p.dtype} but the bridge dtype is {self.dtype} "
+                                 f"(attach(..., dtype=...) or convert the model before bind)")
+        self.sizes = [p.numel() for p in self.params]
+        self.dim = sum(self.sizes)
+        self.flat: torch.Tensor | None = None
+        self.flat_grad: torch.Tensor | None = None
+
+    def write_into(self, region: np.ndarray) -> None:
+        """Copy the parameters' current values into `region` (the daemon asked for the initial model)."""
+        flat = torch.from_numpy(region)
+        off = 0
+        with torch.no_grad():
+            for p, n in zip(self.params, self.sizes):
+                flat[off:off + n].copy_(p.detach().reshape(-1))
+                off += n
+
+    def attach_to(self, params: np.ndarray, grad: np.ndarray) -> None:
+        """Make every p.data a view of `params`; the Parameter objects (an optimizer's references) stay."""
+        self.flat = torch.from_numpy(params)
+        self.flat_grad = torch.from_numpy(grad)
+        off = 0
+        for p, n in zip(self.params, self.sizes):
+            p.data = self.flat[off:off + n].view(p.shape)
+            off += n
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def fill_grad(self) -> None:
+        """Copy the parameters' .grad into the gradient region (zero where a parameter has none)."""
+        off = 0
+        with torch.no_grad():
+            for p, n in zip(self.params, self.sizes):
+                dst = self.flat_grad[off:off + n]
+                g = p.grad
+                if g is None:
+                    dst.zero_()
+                else:
+                    dst.copy_((g.to_dense() if g.is_sparse else g).reshape(-1))
+                off += n
+
+    def release(self) -> None:
+        """Detach: the parameters become private copies of their current values."""
+        if self.flat is None:
+            return
+        with torch.no_grad():
+            for p in self.params:
+                p.data = p.data.clone()
+        self.flat = self.flat_grad = None

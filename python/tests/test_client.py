@@ -1,0 +1,730 @@
+"""Tests of the gossipd trainer client against a fake daemon (no C++ daemon needed).
+
+    cd python && /usr/bin/python3 -m unittest discover -s tests -v
+
+The fake daemon is a thread with a ROUTER socket at ipc://<tmpdir>/trainer.sock that speaks protocol
+version 1 (docs/trainer.md): attach/attached with a shared-memory file under /dev/shm, init/ready,
+mix/mixed, grad/grad_at/mixed, report/ok, detach/ok, `wait` keepalives and error replies. It can "die"
+(close its socket and remove its shared memory without replying), and a second fake can take its place
+with a new shared-memory name and a model of its own, as a restarted daemon would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import mmap
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+
+import numpy as np
+import zmq
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gossipd  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the torch tests are skipped
+    torch = None
+
+DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def default_mix(x: np.ndarray, t: int) -> np.ndarray:
+    """What the fake daemon 'mixes' to: recognisable, depends on the trainer's values."""
+    return 0.5 * x + (t + 1)
+
+
+class FakeDaemon(threading.Thread):
+    def __init__(self, data_dir: str, *, dtype="float32", mode="model", algorithm="dpsgd", node=2, nodes=4,
+                 rounds=100, model=None, start_round=0, waits=0, wait_interval=0.05, grad_at=False, lr=0.1,
+                 mix_fn=default_mix, attach_error=None, round_error=None, die_on_request=None):
+        super().__init__(daemon=True)
+        self.data_dir = data_dir
+        self.dtype = np.dtype(DTYPES[dtype])
+        self.dtype_name = dtype
+        self.mode, self.algorithm, self.node, self.nodes, self.rounds = mode, algorithm, node, nodes, rounds
+        self.model = None if model is None else np.asarray(model, dtype=np.float64).copy()
+        self.round = start_round
+        self.waits, self.wait_interval = waits, wait_interval
+        self.grad_at, self.lr, self.mix_fn = grad_at, lr, mix_fn
+        self.attach_error, self.round_error = attach_error, round_error
+        self.die_on_request = die_on_request  # die (no reply) at the n-th mix/grad, 1-based
+        # What the trainer did, for the tests to check.
+        self.log: list = []  # every message received, parsed
+        self.attaches = 0
+        self.inits: list = []
+        self.mixes: list = []
+        self.grads: list = []
+        self.reports: list = []
+        self.detaches = 0
+        self.shm_paths: list = []
+        # Internals.
+        self.trainer = None
+        self.awaiting_init = False
+        self.dim = None
+        self.mm = None
+        self.shm_path = None
+        self.pending = None  # (identity, op, loss, due, next keepalive)
+        self.asked_this_round = False
+        self.requests = 0
+        self._stopping = threading.Event()
+        self._forget = threading.Event()
+        self.dead = threading.Event()
+        self.ready = threading.Event()
+        self.error = None
+
+    # ---- test-side helpers
+    def params(self) -> np.ndarray:
+        return np.frombuffer(self.mm, dtype=self.dtype, count=self.dim)
+
+    def forget(self):
+        """Drop the trainer as a daemon that lost its state would (its next request gets an error)."""
+        self._forget.set()
+
+    def stop(self):
+        self._stopping.set()
+        self.join(5)
+
+    # ---- the daemon
+    def run(self):
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            sock.bind("ipc://" + os.path.join(self.data_dir, "trainer.sock"))
+            self.ready.set()
+            poller = zmq.Poller()
+            poller.register(sock, zmq.POLLIN)
+            while not self._stopping.is_set() and not self.dead.is_set():
+                if self._forget.is_set():
+                    self._forget.clear()
+                    self.trainer, self.pending = None, None
+                if poller.poll(10):
+                    ident, body = sock.recv_multipart()
+                    self.handle(sock, ident, json.loads(body))
+                self.tick(sock)
+        except Exception as e:  # surfaces in the test through check()
+            self.error = e
+            raise
+        finally:
+            sock.close(0)
+            ctx.term()
+            self.unmap()
+            self.dead.set()
+
+    def unmap(self):
+        self.mm = None  # views the tests hold keep the mapping; the file goes now
+        if self.shm_path and os.path.exists(self.shm_path):
+            os.unlink(self.shm_path)
+
+    def send(self, sock, ident, **msg):
+        sock.send_multipart([ident, json.dumps(msg).encode()])
+
+    def write_model(self):
+        self.params()[:] = self.model
+
+    def handle(self, sock, ident, m):
+        self.log.append(m)
+        op = m.get("op")
+        if op == "attach":
+            self.attaches += 1
+            if self.attach_error:
+                return self.send(sock, ident, op="error", error=self.attach_error)
+            if m.get("version") != 1:
+                return self.send(sock, ident, op="error", error="protocol version is not supported")
+            dim = m["dim"]
+            if self.model is not None and self.model.size != dim:
+                return self.send(sock, ident, op="error",
+                                 error=f"trainer has {dim} parameters, the daemon's model has {self.model.size}")
+            if m.get("dtype") != self.dtype_name:
+                return self.send(sock, ident, op="error", error="fake daemon: unexpected dtype")
+            self.unmap()
+            self.dim = dim
+            self.shm_path = f"/dev/shm/gossipd-test-{os.getpid()}-{uuid.uuid4().hex}"
+            self.shm_paths.append(self.shm_path)
+            fd = os.open(self.shm_path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+            os.ftruncate(fd, 2 * dim * self.dtype.itemsize)
+            self.mm = mmap.mmap(fd, 2 * dim * self.dtype.itemsize)
+            os.close(fd)
+            self.trainer = ident
+            self.pending = None
+            self.awaiting_init = self.model is None
+            if self.model is not None:
+                self.write_model()
+            return self.send(sock, ident, op="attached", node=self.node, nodes=self.nodes, mode=self.mode,
+                             algorithm=self.algorithm, dim=dim, dtype=self.dtype_name, shm=self.shm_path,
+                             round=self.round, rounds=self.rounds, init=self.model is None)
+        if op == "init":
+            if ident != self.trainer:
+                return self.send(sock, ident, op="error", error="init before attach")
+            self.awaiting_init = False
+            self.model = self.params().astype(np.float64)
+            self.inits.append(self.model.copy())
+            return self.send(sock, ident, op="ready", round=self.round)
+        if op in ("mix", "grad"):
+            if ident != self.trainer:
+                return self.send(sock, ident, op="error", error="not attached: send attach first")
+            if self.awaiting_init:
+                return self.send(sock, ident, op="error", error="send init first: the daemon has no model yet")
+            if op == "mix" and self.mode == "gradient":
+                return self.send(sock, ident, op="error", error="this daemon runs trainer.mode = 'gradient'")
+            if op == "grad" and self.mode == "model":
+                return self.send(sock, ident, op="error", error="this daemon runs trainer.mode = 'model'")
+            self.requests += 1
+            if self.die_on_request == self.requests:
+                self.dead.set()  # the loop ends: socket closed, shared memory removed, no reply
+                return
+            if self.round_error:
+                return self.send(sock, ident, op="error", error=self.round_error)
+            if self.round >= self.rounds:
+                return self.send(sock, ident, op="mixed", round=self.round, done=True)
+            now = time.monotonic()
+            self.pending = (ident, op, m.get("loss"), now + self.waits * self.wait_interval, now)
+            return
+        if op == "report":
+            self.reports.append({k: v for k, v in m.items() if k != "op"})
+            return self.send(sock, ident, op="ok")
+        if op == "detach":
+            self.detaches += 1
+            if ident == self.trainer:
+                self.trainer, self.pending = None, None
+            return self.send(sock, ident, op="ok")
+        self.send(sock, ident, op="error", error=f"unknown op '{op}'")
+
+    def tick(self, sock):
+        if self.pending is None:
+            return
+        ident, op, loss, due, keepalive = self.pending
+        now = time.monotonic()
+        if now < due:
+            if now >= keepalive:
+                self.send(sock, ident, op="wait", round=self.round)
+                self.pending = (ident, op, loss, due, now + self.wait_interval)
+            return
+        self.pending = None
+        if op == "mix":
+            x = self.params().astype(np.float64)
+            self.mixes.append((x.copy(), loss))
+            self.model = self.mix_fn(x, self.round)
+        else:
+            g = np.frombuffer(self.mm, dtype=self.dtype, count=self.dim,
+                              offset=self.dim * self.dtype.itemsize).astype(np.float64)
+            self.grads.append((g.copy(), loss))
+            if self.grad_at and not self.asked_this_round:  # LEAD's start step: move, ask again
+                self.asked_this_round = True
+                self.model = self.model - 0.5 * g
+                self.write_model()
+                return self.send(sock, ident, op="grad_at", round=self.round)
+            self.asked_this_round = False
+            self.model = self.model - self.lr * g
+        self.write_model()
+        self.round += 1
+        self.send(sock, ident, op="mixed", round=self.round, done=self.round >= self.rounds)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gossipd-test-")
+        self.daemons: list = []
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.stop()
+        for d in self.daemons:
+            self.assertIsNone(d.error, f"fake daemon failed: {d.error!r}")
+            for p in d.shm_paths:
+                self.assertFalse(os.path.exists(p), f"{p} left behind")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def daemon(self, start=True, **kw) -> FakeDaemon:
+        d = FakeDaemon(self.dir, **kw)
+        self.daemons.append(d)
+        if start:
+            d.start()
+            self.assertTrue(d.ready.wait(5))
+        return d
+
+    def start_later(self, d: FakeDaemon, seconds: float):
+        t = threading.Timer(seconds, d.start)
+        t.daemon = True
+        t.start()
+        self.addCleanup(t.cancel)
+
+    def attach(self, **kw) -> gossipd.Trainer:
+        kw.setdefault("timeout", 0.4)
+        kw.setdefault("reconnect_timeout", 3.0)
+        g = gossipd.attach(self.dir, **kw)
+        self.addCleanup(g.detach)
+        return g
+
+
+class TestAttach(Base):
+    def test_init_true_sends_our_parameters(self):
+        d = self.daemon(rounds=10, start_round=0, node=3, nodes=8, algorithm="choco")
+        g = self.attach()
+        x0 = np.arange(5, dtype=np.float32) + 0.25
+        x = g.bind_array(5, initial=x0)
+        self.assertEqual(len(d.inits), 1)
+        np.testing.assert_array_equal(d.inits[0], x0)
+        np.testing.assert_array_equal(x, x0)
+        self.assertIs(x, g.params)
+        self.assertEqual((g.node, g.nodes, g.mode, g.algorithm, g.round, g.rounds, g.dim),
+                         (3, 8, "model", "choco", 0, 10, 5))
+        self.assertFalse(g.done)
+        attach = d.log[0]
+        self.assertEqual((attach["op"], attach["version"], attach["dim"], attach["dtype"], attach["pid"]),
+                         ("attach", 1, 5, "float32", os.getpid()))
+
+    def test_init_false_shows_the_daemons_model_and_keeps_ours_out(self):
+        model = np.array([9.0, 8.0, 7.0])
+        d = self.daemon(model=model, start_round=42)
+        g = self.attach()
+        x = g.bind_array(3, initial=[1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(x, model)
+        np.testing.assert_array_equal(d.params(), model)
+        self.assertEqual(d.inits, [])
+        self.assertNotIn("init", [m["op"] for m in d.log])
+        self.assertEqual(g.round, 42)
+
+    def test_float64(self):
+        d = self.daemon(dtype="float64")
+        g = self.attach(dtype="float64")
+        x0 = np.array([1 / 3, 2 / 3])
+        x = g.bind_array(2, initial=x0)
+        self.assertEqual(x.dtype, np.float64)
+        np.testing.assert_array_equal(d.inits[0], x0)  # exact: no float32 rounding
+        self.assertEqual(d.log[0]["dtype"], "float64")
+
+    def test_waits_for_a_daemon_that_is_not_there_yet(self):
+        d = self.daemon(start=False)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "trainer.sock")))
+        self.start_later(d, 0.7)
+        g = self.attach(timeout=0.3)
+        t0 = time.monotonic()
+        g.bind_array(4)
+        self.assertGreater(time.monotonic() - t0, 0.5)
+        self.assertEqual(len(d.inits), 1)
+        g.mix()
+        self.assertEqual(len(d.mixes), 1)
+
+    def test_no_daemon_raises_daemon_unavailable(self):
+        g = self.attach(timeout=0.2, reconnect_timeout=0.6)
+        t0 = time.monotonic()
+        with self.assertRaises(gossipd.DaemonUnavailable) as cm:
+            g.bind_array(4)
+        self.assertLess(time.monotonic() - t0, 2.0)
+        self.assertIn("did not answer within 0.6 s", str(cm.exception))
+        self.assertNotIn("\n", str(cm.exception))
+        self.assertIsInstance(cm.exception, gossipd.GossipdError)
+
+    def test_error_reply_raises_bridge_error_with_the_daemons_message(self):
+        self.daemon(model=np.zeros(6))
+        g = self.attach()
+        with self.assertRaises(gossipd.BridgeError) as cm:
+            g.bind_array(5)
+        self.assertIn("trainer has 5 parameters, the daemon's model has 6", str(cm.exception))
+        self.assertNotIn("\n", str(cm.exception))
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            gossipd.attach(self.dir, dtype="float16")
+        g = self.attach()
+        with self.assertRaises(ValueError):
+            g.bind_array(0)
+        with self.assertRaises(gossipd.GossipdError):
+            g.mix()  # not bound
+        f = os.path.join(self.dir, "file")
+        open(f, "w").close()
+        with self.assertRaises(gossipd.GossipdError):
+            gossipd.attach(f)
+        with self.assertRaises(gossipd.GossipdError):
+            gossipd.attach("/tmp/" + "d" * 120)
+
+
+class TestRounds(Base):
+    def test_mix_until_done(self):
+        d = self.daemon(rounds=3)
+        g = self.attach()
+        x = g.bind_array(4, initial=np.ones(4))
+        n = 0
+        expected = None
+        while not g.done:
+            x -= 0.25  # a "local step" in place
+            sent = x.copy()
+            g.mix(loss=1.5 - n)
+            expected = default_mix(sent.astype(np.float64), n)
+            np.testing.assert_allclose(x, expected)
+            n += 1
+            self.assertEqual(g.round, n)
+        self.assertEqual(n, 3)
+        self.assertEqual(len(d.mixes), 3)
+        self.assertEqual([loss for _, loss in d.mixes], [1.5, 0.5, -0.5])
+        g.mix()  # after done: returns at once, nothing sent
+        time.sleep(0.05)
+        self.assertEqual(len(d.mixes), 3)
+        self.assertEqual(d.requests, 3)
+
+    def test_attach_after_the_last_round_is_done(self):
+        self.daemon(model=np.zeros(2), start_round=5, rounds=5)
+        g = self.attach()
+        g.bind_array(2)
+        self.assertTrue(g.done)
+
+    def test_nan_loss_is_not_sent(self):
+        d = self.daemon()
+        g = self.attach()
+        g.bind_array(2)
+        g.mix(loss=float("nan"))
+        self.assertNotIn("loss", d.log[-1])
+        self.assertEqual(d.log[-1]["op"], "mix")
+
+    def test_wait_keepalives_reset_the_timeout(self):
+        # The round takes 1 s, four times the client's timeout; keepalives every 0.1 s keep it waiting.
+        d = self.daemon(waits=10, wait_interval=0.1)
+        g = self.attach(timeout=0.25)
+        g.bind_array(3, initial=[1, 2, 3])
+        err = io.StringIO()
+        t0 = time.monotonic()
+        with contextlib.redirect_stderr(err):
+            g.mix()
+        self.assertGreater(time.monotonic() - t0, 0.9)
+        self.assertEqual((d.attaches, g.reconnects, err.getvalue()), (1, 0, ""))
+        np.testing.assert_allclose(g.params, default_mix(np.array([1.0, 2, 3]), 0))
+
+    def test_gradient_mode_step_array_with_grad_at(self):
+        d = self.daemon(mode="gradient", algorithm="lead", grad_at=True, lr=0.1)
+        g = self.attach()
+        x = g.bind_array(2, initial=[1.0, 2.0])
+        self.assertEqual(g.mode, "gradient")
+        g.grad[:] = [1.0, -1.0]
+        self.assertFalse(g.step_array(loss=0.7))  # grad_at: the daemon moved x by -0.5 g
+        np.testing.assert_allclose(x, [0.5, 2.5])
+        self.assertEqual(g.round, 0)
+        g.grad[:] = [2.0, 4.0]
+        self.assertTrue(g.step_array(loss=0.6))
+        np.testing.assert_allclose(x, [0.3, 2.1])
+        self.assertEqual(g.round, 1)
+        self.assertEqual(len(d.grads), 2)
+        np.testing.assert_array_equal(d.grads[0][0], [1.0, -1.0])
+        np.testing.assert_array_equal(d.grads[1][0], [2.0, 4.0])
+        self.assertEqual([loss for _, loss in d.grads], [0.7, 0.6])
+
+    def test_mix_in_gradient_mode_and_step_in_model_mode_are_refused(self):
+        d = self.daemon(mode="gradient")
+        g = self.attach()
+        g.bind_array(2)
+        with self.assertRaisesRegex(gossipd.GossipdError, "trainer.mode = 'gradient'.*not mix"):
+            g.mix()
+        with self.assertRaisesRegex(gossipd.GossipdError, "bind\\(module\\)"):
+            g.step(lambda: 0.0)
+        self.assertEqual(d.requests, 0)
+        d2 = FakeDaemon(self.dir)  # (the same socket path: stop the first)
+        d.stop()
+        self.daemons.append(d2)
+        d2.start()
+        d2.ready.wait(5)
+        g2 = self.attach()
+        g2.bind_array(2)
+        with self.assertRaisesRegex(gossipd.GossipdError, "trainer.mode = 'model'.*not step_array"):
+            g2.step_array()
+        self.assertEqual(d2.requests, 0)
+
+    def test_report(self):
+        d = self.daemon()
+        g = self.attach()
+        g.bind_array(2)
+        g.report(accuracy=0.5)
+        g.report(accuracy=np.float32(0.75), loss=float("nan"))
+        g.report(loss=2)
+        self.assertEqual(d.reports, [{"accuracy": 0.5}, {"accuracy": 0.75}, {"loss": 2.0}])
+        with self.assertRaises(ValueError):
+            g.report()
+
+    def test_report_after_done_with_the_daemon_gone(self):
+        d = self.daemon(rounds=1)
+        g = self.attach(timeout=0.3, reconnect_timeout=3.0)
+        g.bind_array(2)
+        g.mix()
+        self.assertTrue(g.done)
+        d.stop()  # the daemon exits after its last round
+        err = io.StringIO()
+        t0 = time.monotonic()
+        with contextlib.redirect_stderr(err):
+            g.report(accuracy=0.9)  # no reconnect attempt for reconnect_timeout
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.assertIn("report not delivered", err.getvalue())
+        self.assertEqual(g.reconnects, 0)
+
+    def test_error_reply_during_a_round(self):
+        d = self.daemon(round_error="replaced by another trainer")
+        g = self.attach()
+        g.bind_array(2)
+        with self.assertRaises(gossipd.BridgeError) as cm:
+            g.mix()
+        self.assertEqual(str(cm.exception), "gossipd daemon: replaced by another trainer")
+        self.assertEqual((d.attaches, g.reconnects), (1, 0))  # not a reason to reconnect
+
+    def test_detach_on_exit_even_on_exception(self):
+        d = self.daemon()
+        with self.assertRaises(KeyError):
+            with gossipd.attach(self.dir, timeout=0.4) as g:
+                g.bind_array(2)
+                g.mix()
+                raise KeyError("boom")
+        self.assertEqual(d.detaches, 1)
+        self.assertEqual(d.log[-1]["op"], "detach")
+        with self.assertRaises(gossipd.GossipdError):
+            g.mix()
+
+    def test_detach_with_a_dead_daemon_does_not_hang(self):
+        d = self.daemon()
+        g = gossipd.attach(self.dir, timeout=0.3)
+        g.bind_array(2)
+        d.stop()
+        t0 = time.monotonic()
+        g.detach()
+        self.assertLess(time.monotonic() - t0, 1.0)
+
+
+class TestRestart(Base):
+    def restart(self, g, first: FakeDaemon, second: FakeDaemon, delay: float):
+        """mix() while `first` dies on it and `second` comes up `delay` s later; returns stderr."""
+        self.start_later(second, delay)
+        err = io.StringIO()
+        t0 = time.monotonic()
+        with contextlib.redirect_stderr(err):
+            g.mix(loss=1.0)
+        self.assertTrue(first.dead.is_set())
+        self.assertGreater(time.monotonic() - t0, delay)
+        return err.getvalue()
+
+    def test_restart_with_the_daemons_model(self):
+        a = self.daemon(die_on_request=2)
+        g = self.attach(timeout=0.3)
+        x = g.bind_array(4, initial=np.zeros(4))
+        g.mix()
+        np.testing.assert_allclose(x, np.ones(4))
+        old_shm = a.shm_path
+        b = self.daemon(start=False, model=np.full(4, 7.0), start_round=17)
+        err = self.restart(g, a, b, 0.5)
+        self.assertFalse(os.path.exists(old_shm))
+        self.assertNotEqual(b.shm_path, old_shm)
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn("reconnected", lines[0])
+        self.assertIn("continuing from its model", lines[0])
+        self.assertEqual(g.reconnects, 1)
+        np.testing.assert_array_equal(g.params, np.full(4, 7.0))
+        np.testing.assert_array_equal(b.params(), np.full(4, 7.0))  # ours (ones) not written over it
+        self.assertEqual((b.attaches, b.inits), (1, []))
+        self.assertEqual(g.round, 17)
+        g.mix()  # the new daemon serves the next round
+        np.testing.assert_allclose(g.params, default_mix(np.full(4, 7.0), 17))
+        self.assertEqual(len(b.mixes), 1)
+
+    def test_restart_without_a_model_gets_ours(self):
+        a = self.daemon(die_on_request=1)
+        g = self.attach(timeout=0.3)
+        g.bind_array(3, initial=[1, 2, 3])
+        g.params[:] = [4, 5, 6]  # our step before the mix the daemon dies on
+        b = self.daemon(start=False)
+        err = self.restart(g, a, b, 0.4)
+        self.assertIn("gave it our parameters", err)
+        self.assertEqual(len(b.inits), 1)
+        np.testing.assert_array_equal(b.inits[0], [4, 5, 6])
+        np.testing.assert_array_equal(g.params, [4, 5, 6])
+
+    def test_two_restarts(self):
+        a = self.daemon(die_on_request=1)
+        g = self.attach(timeout=0.3)
+        g.bind_array(2, initial=[1.0, 1.0])
+        b = self.daemon(start=False, model=[7.0, 7.0], die_on_request=2)
+        self.restart(g, a, b, 0.3)
+        g.mix()  # b mixes: 0.5 * 7 + 1
+        np.testing.assert_array_equal(g.params, [4.5, 4.5])
+        c = self.daemon(start=False)  # no model: it takes ours, from b's mapping
+        self.restart(g, b, c, 0.3)
+        self.assertEqual(g.reconnects, 2)
+        np.testing.assert_array_equal(c.inits[0], [4.5, 4.5])
+        g.mix()
+        np.testing.assert_array_equal(g.params, default_mix(np.array([4.5, 4.5]), 0))
+
+    def test_daemon_that_forgot_us(self):
+        d = self.daemon()
+        g = self.attach()
+        g.bind_array(2, initial=[1, 1])
+        d.forget()
+        time.sleep(0.05)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            g.mix()
+        self.assertIn("not attached", err.getvalue())
+        self.assertEqual((d.attaches, g.reconnects), (2, 1))
+        g.mix()
+        self.assertEqual(len(d.mixes), 1)
+
+    def test_daemon_that_does_not_come_back(self):
+        self.daemon(die_on_request=1)
+        g = self.attach(timeout=0.2, reconnect_timeout=0.6)
+        g.bind_array(2)
+        t0 = time.monotonic()
+        with self.assertRaises(gossipd.DaemonUnavailable) as cm:
+            g.mix()
+        self.assertLess(time.monotonic() - t0, 2.0)
+        self.assertRegex(str(cm.exception), r"did not answer within 0\.6 s after no message from the daemon for 0\.2 s")
+
+    def test_gradient_mode_restart(self):
+        a = self.daemon(mode="gradient", die_on_request=1)
+        g = self.attach(timeout=0.3)
+        g.bind_array(2)
+        b = self.daemon(start=False, mode="gradient", model=[3.0, 4.0])
+        self.start_later(b, 0.3)
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertTrue(g.step_array())
+        self.assertTrue(a.dead.is_set())
+        np.testing.assert_array_equal(g.params, [3.0, 4.0])
+
+
+@unittest.skipIf(torch is None, "torch does not import")
+class TestTorch(Base):
+    def model(self):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
+        m[2].bias.requires_grad_(False)  # a frozen parameter is bound too
+        return m
+
+    @staticmethod
+    def flat(m):
+        return torch.cat([p.detach().reshape(-1) for p in m.parameters()]).numpy().astype(np.float64)
+
+    def test_bind_makes_the_parameters_views(self):
+        m = self.model()
+        before = self.flat(m)
+        params = list(m.parameters())
+        opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)  # created before bind
+        d = self.daemon()
+        g = self.attach()
+        self.assertIs(g.bind(m), m)
+        self.assertEqual(g.dim, 3 * 2 + 2 + 2 + 1)
+        np.testing.assert_array_equal(d.inits[0], before)
+        self.assertEqual([id(p) for p in m.parameters()], [id(p) for p in params])
+        # shm -> module
+        d.params()[0] = 42.0
+        self.assertEqual(m[0].weight[0, 0].item(), 42.0)
+        # module -> shm
+        with torch.no_grad():
+            m[2].bias.fill_(-3.0)
+        self.assertEqual(g.params[-1], -3.0)
+        self.assertEqual(d.params()[-1], -3.0)
+        # an optimizer step writes into the shared memory; mix brings the mixed model back
+        x = torch.randn(5, 3)
+        for _ in range(2):
+            opt.zero_grad()
+            m(x).pow(2).mean().backward()
+            old = self.flat(m)
+            opt.step()
+            stepped = self.flat(m)
+            self.assertFalse(np.array_equal(old, stepped))
+            np.testing.assert_array_equal(g.params, stepped)
+            self.assertEqual(stepped[-1], old[-1])  # frozen: no step
+            g.mix(loss=1.0)
+            np.testing.assert_array_equal(d.mixes[-1][0], stepped.astype(np.float32))
+            np.testing.assert_allclose(self.flat(m), default_mix(stepped.astype(np.float32).astype(np.float64),
+                                                                 len(d.mixes) - 1), rtol=1e-6)
+
+    def test_bind_with_a_daemon_model_keeps_the_module_values_out(self):
+        m = self.model()
+        model = np.arange(11, dtype=np.float64)
+        d = self.daemon(model=model)
+        g = self.attach()
+        g.bind(m)
+        np.testing.assert_array_equal(self.flat(m), model)
+        np.testing.assert_array_equal(d.params(), model)
+        self.assertEqual(d.inits, [])
+
+    def test_step_closure_with_grad_at(self):
+        m = self.model()
+        d = self.daemon(mode="gradient", algorithm="lead", grad_at=True, lr=0.1)
+        g = self.attach()
+        g.bind(m)
+        x, y = torch.randn(4, 3), torch.randn(4, 1)
+        calls = []
+
+        def closure():
+            for p in m.parameters():
+                self.assertIsNone(p.grad)  # the client clears them
+            loss = (m(x) - y).pow(2).mean()
+            loss.backward()
+            calls.append((self.flat(m), [None if p.grad is None else p.grad.clone() for p in m.parameters()],
+                          loss.item()))
+            return loss
+
+        loss = g.step(closure)
+        self.assertEqual(len(calls), 2)  # once, then at the point the daemon moved to
+        self.assertEqual(loss.item(), calls[-1][2])
+        self.assertEqual(len(d.grads), 2)
+        for (at, grads, l), (sent, sent_loss) in zip(calls, d.grads):
+            want = torch.cat([torch.zeros(p.numel()) if gr is None else gr.reshape(-1)
+                              for p, gr in zip(m.parameters(), grads)]).numpy()
+            np.testing.assert_array_equal(sent, want)
+            self.assertEqual(sent[-1], 0.0)  # the frozen bias has no grad: zero
+            self.assertAlmostEqual(sent_loss, l, places=6)
+        np.testing.assert_allclose(calls[1][0], calls[0][0] - 0.5 * d.grads[0][0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(self.flat(m), d.model, rtol=1e-6)
+        self.assertEqual(g.round, 1)
+        with self.assertRaisesRegex(gossipd.GossipdError, "not mix"):
+            g.mix()
+
+    def test_restart_repoints_the_module(self):
+        m = self.model()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        a = self.daemon(die_on_request=2)
+        g = self.attach(timeout=0.3)
+        g.bind(m)
+        g.mix()
+        b = self.daemon(start=False, model=np.full(11, 5.0))
+        self.start_later(b, 0.4)
+        with contextlib.redirect_stderr(io.StringIO()):
+            g.mix()
+        self.assertTrue(a.dead.is_set())
+        np.testing.assert_array_equal(self.flat(m), np.full(11, 5.0))
+        self.assertEqual(b.inits, [])
+        b.params()[3] = -1.0  # the module is a view of the new mapping
+        self.assertEqual(self.flat(m)[3], -1.0)
+        before = b.params().copy()
+        opt.zero_grad()
+        m(torch.ones(2, 3)).sum().backward()
+        opt.step()  # the optimizer (created before bind and before the restart) steps in the new mapping
+        self.assertFalse(np.array_equal(b.params(), before))
+        np.testing.assert_array_equal(b.params(), self.flat(m).astype(np.float32))
+
+    def test_detach_leaves_the_module_its_values(self):
+        m = self.model()
+        d = self.daemon()
+        with gossipd.attach(self.dir, timeout=0.4) as g:
+            g.bind(m)
+            g.mix()
+            mixed = self.flat(m)
+            view = d.params()
+        view[:] = 0.0  # the daemon's memory after detach is no longer the module
+        np.testing.assert_array_equal(self.flat(m), mixed)
+        m(torch.ones(1, 3)).sum().backward()  # still a working module
+
+    def test_wrong_dtype_is_refused(self):
+        self.daemon()
+        g = self.attach()
+        with self.assertRaisesRegex(ValueError, "torch.float64 but the bridge dtype is torch.float32"):
+            g.bind(self.model().double())
+
+
+if __name__ == "__main__":
+    unittest.main()
