@@ -55,6 +55,10 @@ def parse_args(argv=None):
                    help="label-skewed shards: each class divided among nodes by Dirichlet(ALPHA)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds of daemon silence before reconnecting")
     p.add_argument("--reconnect-timeout", type=float, default=120.0)
+    p.add_argument("--log-json", default=None, metavar="FILE",
+                   help="write every evaluation (round, accuracy, loss, bytes this node sent) to FILE as JSON")
+    p.add_argument("--save", default=None, metavar="FILE.npy",
+                   help="at the end, save the node's final flat parameters (float32) to FILE.npy")
     p.add_argument("--dry-run", action="store_true", help="no daemon: train locally for --steps steps")
     p.add_argument("--node", type=int, default=0, help="--dry-run: the shard to train on")
     p.add_argument("--nodes", type=int, default=1, help="--dry-run: the number of shards")
@@ -132,6 +136,16 @@ def dry_run(args, train_raw):
     return 0
 
 
+def bytes_sent(data_dir: str):
+    """What this node's daemon has sent so far (model frames, control, membership; status.json)."""
+    import json
+    try:
+        with open(os.path.join(data_dir, "status.json")) as f:
+            return json.load(f).get("bytes_sent")
+    except (OSError, ValueError):
+        return None
+
+
 def train(args, train_raw):
     model = cnn.make_model(args.seed)  # the same initial model on every node
     with gossipd.attach(args.data_dir, timeout=args.timeout, reconnect_timeout=args.reconnect_timeout) as g:
@@ -143,6 +157,7 @@ def train(args, train_raw):
         run = Run(args, model, g.node, g.nodes, train_raw)
         next_eval = (g.round // args.eval_every + 1) * args.eval_every if args.eval_every else None
         next_log = g.round + args.log_every if args.log_every else None
+        evals = []
         while not g.done:
             if g.mode == "model":
                 for _ in range(args.local_steps):
@@ -156,6 +171,8 @@ def train(args, train_raw):
             if next_eval is not None and (r >= next_eval or g.done):
                 acc, tl = run.evaluate()
                 g.report(accuracy=acc, loss=run.loss_ema)
+                evals.append({"round": r, "accuracy": acc, "test_loss": tl, "train_loss": run.loss_ema,
+                              "bytes_sent": bytes_sent(args.data_dir), "seconds": time.monotonic() - run.t0})
                 print(run.line(r, g.rounds, f"  test acc {acc:.2%} (loss {tl:.4f})"), flush=True)
                 next_eval = (r // args.eval_every + 1) * args.eval_every
             elif next_log is not None and r >= next_log:
@@ -164,6 +181,14 @@ def train(args, train_raw):
                 next_log = r + args.log_every
         acc, tl = run.evaluate()
         print(f"node {g.node}/{g.nodes}: done at round {g.round}: test accuracy {acc:.2%} (loss {tl:.4f})", flush=True)
+        if args.save:
+            import numpy as np
+            np.save(args.save, torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy())
+        if args.log_json:
+            import json
+            with open(args.log_json, "w") as f:
+                json.dump({"node": g.node, "nodes": g.nodes, "algorithm": g.algorithm, "rounds": g.rounds,
+                           "final_accuracy": acc, "bytes_sent": bytes_sent(args.data_dir), "evals": evals}, f)
     return 0
 
 
