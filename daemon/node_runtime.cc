@@ -158,6 +158,7 @@ struct NodeRuntime::Impl {
   std::unique_ptr<TrainerBridge> bridge;
   std::unique_ptr<compress::Compressor> trainerCompressor;  // the method's codec (no SimProblem here)
   training::Vec trainerX0;                      // the first trainer's parameters, or a checkpoint's placeholder
+  Eigen::Index trainerDim = 0;                  // its size, once the first engine holds the model
   bool trainerPlaceholder = false;              // trainerX0 only has the right size; a checkpoint holds the model
   training::ExternalGradient* extGrad = nullptr;  // owned by the node; the bridge's gradients go here
   bool waitingForTrainer = false;               // round t could begin but the attached trainer has not asked
@@ -217,6 +218,9 @@ struct NodeRuntime::Impl {
         makeEngine();
       }
       bridge->ready(engine->node().algorithm().x(), resumed ? resumeRound : 0);
+      // Later engines (a rejoin) load their state into a node of this size: the values are not kept.
+      trainerDim = trainerX0.size();
+      trainerX0 = training::Vec();
     }
     makeMembership();
     if (http) {
@@ -311,7 +315,8 @@ struct NodeRuntime::Impl {
   }
 
   void makeEngine() {
-    auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0, *trainerCompressor, extGrad)
+    auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0.size() ? trainerX0 : training::Vec::Zero(trainerDim),
+                                         *trainerCompressor, extGrad)
                        : sim::makeNode(problem->setup, id, incarnation);
     engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), *etransport);
     engine::LinkOptions lo;
