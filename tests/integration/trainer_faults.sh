@@ -12,7 +12,7 @@ ALGO=${3:-dpsgd}
 source "$(dirname "$0")/daemon_lib.sh"
 TRAINER="$(cd "$(dirname "$0")" && pwd)/trainer_quadratic.py"
 N=4
-ROUNDS=2500
+ROUNDS=6000  # enough headroom that no phase below runs into the end, also on a loaded machine
 args=(--set trainer.enable=true --set trainer.mode=$MODE --set algorithm.name=$ALGO --set cluster.nodes=$N
       --set cluster.topology=ring --set algorithm.rounds=$ROUNDS --set algorithm.lr=0.1
       --set algorithm.round_timeout_ms=500 --set node.checkpoint_every=100 --set monitor.status_every_ms=100)
