@@ -1,11 +1,20 @@
 #!/usr/bin/python3
 # Usage: start one process per rank, e.g. in each host's network namespace (rank 0 writes --out):
 #   /usr/bin/python3 bench/ddp_gloo.py --rank R --world-size N --master 10.77.0.2:29500 --iface eth0 --steps 3000 --out ddp.json
-# PyTorch DDP (gloo) baseline for gossipd's bandwidth benchmark: trains gossipd's model.kind = "mlp" on Fashion-MNIST.
-"""Synchronous data-parallel SGD with gradient all-reduce, on exactly the problem gossipd's "mlp" trains:
-784-hidden...-10 ReLU MLP (He-normal hidden weights, Glorot-uniform output, zero biases), mean softmax
-cross-entropy plus l2/2*||x||^2 over all parameters (biases too), pixels /255 (data.scaling = "none"), a
-per-rank minibatch of --batch drawn without replacement from the rank's shard, plain SGD x -= lr * g."""
+# PyTorch DDP (gloo) baseline for gossipd's bandwidth benchmark: trains gossipd's model.kind = "mlp" on Fashion-MNIST,
+# or with --model cnn the CNN of examples/pytorch (what train_cnn.py trains beside a daemon).
+"""Synchronous data-parallel SGD with gradient all-reduce.
+
+--model mlp (default): exactly the problem gossipd's "mlp" trains: 784-hidden...-10 ReLU MLP (He-normal
+hidden weights, Glorot-uniform output, zero biases), mean softmax cross-entropy plus l2/2*||x||^2 over all
+parameters (biases too), pixels /255 (data.scaling = "none"), a per-rank minibatch of --batch drawn without
+replacement from the rank's shard, plain SGD x -= lr * g.
+
+--model cnn: exactly what examples/pytorch/train_cnn.py does with its defaults, from examples/pytorch/cnn.py:
+cnn.make_model(seed), the rank's shard by cnn.shard_indices (iid, seed 0 as train_cnn.py's --seed), cnn's
+normalisation (cnn.to_tensors) and epoch-shuffled minibatches (cnn.Batches, train_cnn.py's per-node seed),
+mean cross-entropy (no l2 unless --l2), SGD lr 0.05 momentum 0.9; evaluation with cnn.evaluate on the
+first --test-max test images."""
 import argparse
 import datetime
 import gzip
@@ -20,6 +29,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 DATA = "/usr/share/datasets/fashion-mnist"
+CNN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "pytorch")
+# Per model: what --seed, --l2 and --momentum mean when not given (mlp: gossipd's mlp runs of
+# bandwidth_tta.sh; cnn: train_cnn.py's defaults).
+DEFAULTS = {"mlp": {"seed": 1, "l2": 0.0001, "momentum": 0.0}, "cnn": {"seed": 0, "l2": 0.0, "momentum": 0.9}}
 
 
 def fail(msg):
@@ -93,30 +106,39 @@ def diff(a, b):
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description="PyTorch DDP (gloo) baseline for gossipd's mlp on Fashion-MNIST")
+    ap = argparse.ArgumentParser(description="PyTorch DDP (gloo) baseline for gossipd's mlp (or the examples/pytorch "
+                                             "CNN) on Fashion-MNIST")
     ap.add_argument("--rank", type=int, required=True)
     ap.add_argument("--world-size", type=int, required=True)
     ap.add_argument("--master", required=True, help="ADDR:PORT of rank 0's rendezvous")
     ap.add_argument("--iface", default="", help="sets GLOO_SOCKET_IFNAME; its counters give the measured bytes")
-    ap.add_argument("--hidden", default="128", help="hidden widths, comma-separated (gossipd model.hidden)")
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp",
+                    help="mlp: gossipd's model.kind = mlp; cnn: examples/pytorch/cnn.py as train_cnn.py trains it")
+    ap.add_argument("--hidden", default="128", help="mlp: hidden widths, comma-separated (gossipd model.hidden)")
     ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--momentum", type=float, default=None, help="SGD momentum (default: mlp 0, cnn 0.9)")
     ap.add_argument("--batch", type=int, default=32, help="minibatch per rank (gossipd algorithm.batch)")
-    ap.add_argument("--l2", type=float, default=0.0001)
+    ap.add_argument("--l2", type=float, default=None, help="l2/2*||x||^2 in the loss (default: mlp 0.0001, cnn 0)")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--target-accuracy", type=float, default=None, help="fraction in (0,1]; stop when reached")
     ap.add_argument("--partition", choices=["iid", "dirichlet"], default="iid")
     ap.add_argument("--alpha", type=float, default=0.5)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="model init, shards and batches (default: mlp 1, cnn 0 as train_cnn.py)")
     ap.add_argument("--data", default=DATA, help="directory with the four Fashion-MNIST .gz files")
     ap.add_argument("--out", default="", help="JSON results (rank 0)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--test-max", type=int, default=0,
                     help="evaluate on the first N test images (gossipd monitor.eval_test_max); 0 = all 10,000")
     a = ap.parse_args()
+    for k, v in DEFAULTS[a.model].items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
     checks = [(a.world_size >= 1, "--world-size must be >= 1"), (0 <= a.rank < a.world_size, "--rank must be in [0, world-size)"),
               (a.master.rpartition(":")[2].isdigit() and a.master.rpartition(":")[0], "--master must be ADDR:PORT"),
               (a.lr > 0, "--lr must be > 0"), (a.batch >= 1, "--batch must be >= 1"), (a.l2 >= 0, "--l2 must be >= 0"),
+              (0 <= a.momentum < 1, "--momentum must be in [0,1)"),
               (a.steps >= 1, "--steps must be >= 1"), (a.eval_every >= 1, "--eval-every must be >= 1"),
               (a.alpha > 0, "--alpha must be > 0"), (a.threads >= 1, "--threads must be >= 1"),
               (a.target_accuracy is None or 0 < a.target_accuracy <= 1, "--target-accuracy is a fraction in (0,1]"),
@@ -141,27 +163,45 @@ def main():
     if a.iface:
         os.environ["GLOO_SOCKET_IFNAME"] = a.iface
     bytes0 = iface_bytes(a.iface)
-    ytr = read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz")).ravel().astype(np.int64)
-    shard = partition(ytr, a.world_size, a.partition, a.alpha, a.seed)[a.rank]
-    xtr = read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
-    x = torch.from_numpy(xtr[shard].astype(np.float32) / 255.0)  # scaling as training/idx_reader.cc
-    y = torch.from_numpy(ytr[shard])
-    del xtr
-    if a.rank == 0:
-        xte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz")).astype(np.float32) / 255.0)
-        yte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz")).ravel().astype(np.int64))
-        if a.test_max > 0:
-            xte, yte = xte[:a.test_max], yte[:a.test_max]
+    cnn = None
+    if a.model == "cnn":
+        sys.path.insert(0, CNN_DIR)
+        import cnn  # examples/pytorch/cnn.py: the model, data and shards of train_cnn.py
+        xtr, ytr = cnn.load_raw(a.data, "train")
+        shard = cnn.shard_indices(ytr, a.rank, a.world_size, seed=a.seed,
+                                  dirichlet=a.alpha if a.partition == "dirichlet" else None)
+        x, y = cnn.to_tensors(xtr[shard], ytr[shard])  # normalised N x 1 x 28 x 28
+        del xtr
+        if a.rank == 0:
+            xte, yte = cnn.load_split(a.data, "test", a.test_max or None)
+    else:
+        ytr = read_idx(os.path.join(a.data, "train-labels-idx1-ubyte.gz")).ravel().astype(np.int64)
+        shard = partition(ytr, a.world_size, a.partition, a.alpha, a.seed)[a.rank]
+        xtr = read_idx(os.path.join(a.data, "train-images-idx3-ubyte.gz"))
+        x = torch.from_numpy(xtr[shard].astype(np.float32) / 255.0)  # scaling as training/idx_reader.cc
+        y = torch.from_numpy(ytr[shard])
+        del xtr
+        if a.rank == 0:
+            xte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-images-idx3-ubyte.gz")).astype(np.float32) / 255.0)
+            yte = torch.from_numpy(read_idx(os.path.join(a.data, "t10k-labels-idx1-ubyte.gz")).ravel().astype(np.int64))
+            if a.test_max > 0:
+                xte, yte = xte[:a.test_max], yte[:a.test_max]
 
     dist.init_process_group("gloo", init_method=f"tcp://{a.master}", rank=a.rank, world_size=a.world_size,
                             timeout=datetime.timedelta(seconds=600))
-    torch.manual_seed(a.seed)
-    model = make_mlp([x.shape[1], *a.hidden, 10])
+    if cnn:
+        model = cnn.make_model(a.seed)  # seeds torch itself: the same initial model as every train_cnn.py
+        # train_cnn.py's minibatches: epochs of its shard, reshuffled with its per-node seed
+        batches = cnn.Batches(x, y, a.batch, seed=a.seed * 100003 + a.rank + 1)
+    else:
+        torch.manual_seed(a.seed)
+        model = make_mlp([x.shape[1], *a.hidden, 10])
+        rng = np.random.default_rng([a.seed, a.rank])
+        batch = min(a.batch, len(shard))  # as gossipd's estimator: a shard smaller than the batch is used whole
     num_params = sum(p.numel() for p in model.parameters())
     ddp = torch.nn.parallel.DistributedDataParallel(model)  # broadcasts rank 0's init; averages gradients
-    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr)  # plain SGD: no momentum, l2 is in the loss as in gossipd
-    rng = np.random.default_rng([a.seed, a.rank])
-    batch = min(a.batch, len(shard))  # as gossipd's estimator: a shard smaller than the batch is used whole
+    # mlp: plain SGD (momentum 0), l2 is in the loss as in gossipd; cnn: train_cnn.py's SGD with momentum
+    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=a.momentum)
     # Ring all-reduce (gloo's default): each rank sends (and receives) 2(N-1)/N of the fp32 gradient per step.
     est_step = 2 * (a.world_size - 1) / a.world_size * 4 * num_params
 
@@ -173,7 +213,9 @@ def main():
             # Rank 0 evaluates; one tiny all-reduce then carries the loss sums and its stop decision to all.
             te = time.perf_counter()
             acc = 0.0
-            if a.rank == 0:
+            if a.rank == 0 and cnn:
+                acc = cnn.evaluate(model, xte, yte)[0]
+            elif a.rank == 0:
                 with torch.no_grad():
                     acc = (model(xte).argmax(1) == yte).float().mean().item()
             reached = a.target_accuracy is not None and acc >= a.target_accuracy
@@ -195,10 +237,15 @@ def main():
             losses = []
             if ctl[2].item() > 0:
                 break
-        rows = torch.from_numpy(rng.choice(len(shard), size=batch, replace=False))
+        if cnn:
+            xb, yb = next(batches)
+        else:
+            rows = torch.from_numpy(rng.choice(len(shard), size=batch, replace=False))
+            xb, yb = x[rows], y[rows]
         # gossipd's loss: mean cross-entropy + l2/2 * ||x||^2 over every parameter (biases included).
-        loss = F.cross_entropy(ddp(x[rows]), y[rows])
-        loss = loss + 0.5 * a.l2 * sum(p.pow(2).sum() for p in model.parameters())
+        loss = F.cross_entropy(ddp(xb), yb)
+        if a.l2 > 0 or not cnn:  # the mlp's loss as before; the cnn's has no l2 unless asked for
+            loss = loss + 0.5 * a.l2 * sum(p.pow(2).sum() for p in model.parameters())
         opt.zero_grad(set_to_none=True)
         loss.backward()  # DDP all-reduces (averages) the gradients during backward
         opt.step()
