@@ -14,7 +14,7 @@ RUNS=("$@")
 ROUNDS=${ROUNDS:-2000}
 EVAL=${EVAL:-250}
 WORK=$(mktemp -d /tmp/gossipd-cnn.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"' EXIT
 PY=/usr/bin/python3
 EX=$HERE/examples/pytorch
 
