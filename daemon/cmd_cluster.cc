@@ -97,7 +97,9 @@ std::string lastLine(const fs::path& file) {
   return last;
 }
 
-pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const fs::path& log) {
+// Starts bin with args (and env, NAME -> value, added to ours), output appended to log.
+pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const fs::path& log,
+            const std::vector<std::pair<std::string, std::string>>& env = {}) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(bin.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -111,31 +113,10 @@ pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const 
     // The child dies with the launcher, even if the launcher is killed with SIGKILL.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  return pid;
-}
-
-// `/bin/sh -c command` with the node's environment (--trainer), output appended to log.
-pid_t spawnTrainer(const std::string& command, const fs::path& dataDir, PeerId id, std::uint32_t nodes, const fs::path& log) {
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw ConfigError("--dir: cannot write '" + log.string() + "'");
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(1);
-    ::setenv("GOSSIPD_DATA_DIR", dataDir.c_str(), 1);
-    ::setenv("GOSSIPD_NODE", std::to_string(id).c_str(), 1);
-    ::setenv("GOSSIPD_NODES", std::to_string(nodes).c_str(), 1);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::close(fd);
@@ -302,7 +283,10 @@ int cluster(std::vector<std::string> argv) {
     if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
     c.pid = spawn(bin, a, c.dir / "log");
     // The trainer may start before its node binds the socket: the client retries its attach.
-    if (!trainer.empty()) c.trainerPid = spawnTrainer(trainer, c.dir, i, *nodes, c.dir / "trainer.log");
+    if (!trainer.empty())
+      c.trainerPid = spawn("/bin/sh", {"-c", trainer}, c.dir / "trainer.log",
+                           {{"GOSSIPD_DATA_DIR", c.dir.string()}, {"GOSSIPD_NODE", std::to_string(i)},
+                            {"GOSSIPD_NODES", std::to_string(*nodes)}});
   };
   auto stopAll = [&](int sig) {
     for (auto& c : children) {
