@@ -57,3 +57,26 @@ for bad in "--nodes 0" "--nodes x" "--nodes 4 --set algorithm.name=nope" "--frob
   [ "$(echo "$out" | wc -l)" = 1 ] || fail "cluster $bad: expected one line, got: $out"
 done
 echo "ok: bad arguments give one line and exit 2"
+
+# 4. --trainer: a trainer beside each node (tests/integration/trainer_quadratic.py, node i pulls toward i),
+# with the node's environment; the cluster ends when daemons and trainers have; a trainer that fails is
+# reported and makes the cluster exit 1.
+TRAINER="$(cd "$(dirname "$0")" && pwd)/trainer_quadratic.py"
+"$GOSSIPD" cluster --nodes 3 --dir "$WORK/tr" --http-port 0 --set algorithm.rounds=200 \
+  --trainer "/usr/bin/python3 $TRAINER \"\$GOSSIPD_DATA_DIR\" \"\$GOSSIPD_NODE\" \"\$GOSSIPD_DATA_DIR/x.npy\"" >"$WORK/tr.out" 2>&1 \
+  || fail "cluster --trainer exited $?: $(tail -n 5 "$WORK/tr.out")"
+/usr/bin/python3 - "$WORK/tr" <<'PY' || fail "cluster --trainer: the trainers' models"
+import sys, numpy as np
+xs = [float(np.load(f"{sys.argv[1]}/node-{i}/x.npy").mean()) for i in range(3)]
+assert all(abs(x - 1.0) < 0.05 for x in xs), f"expected the mean target 1.0 on every node, got {xs}"
+PY
+rc=0
+"$GOSSIPD" cluster --nodes 2 --dir "$WORK/trbad" --http-port 0 --set algorithm.rounds=50 --trainer "exit 3" >"$WORK/trbad.out" 2>&1 &
+CL=$!
+PIDS+=($CL)
+wait_for 30 "the supervisor to report the failed trainers" grep -q "trainer of node 1 exited with code 3" "$WORK/trbad.out"
+kill -INT "$CL"
+wait_for 30 "the cluster to stop after SIGINT" exited "$CL"
+wait "$CL" || rc=$?
+[ "$rc" = 1 ] || fail "a cluster whose trainers failed should exit 1, got $rc"
+echo "ok: --trainer runs a trainer beside each node; a failing trainer is reported"
