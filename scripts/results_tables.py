@@ -172,6 +172,55 @@ def bandwidth_table():
                   f"{x['bytes_sent'] / 1e6:,.0f} | {vs('dpsgd')} | {vs('ddp')} |")
 
 
+def pytorch_table():
+    """The CNN through the trainer bridge (scripts/pytorch_cnn.sh) against torch DDP."""
+    ddp = load("pytorch_cnn_ddp")
+    runs = [(name, load(f"pytorch_cnn_{name}")) for name in ("dpsgd", "deepsqueeze", "deepsqueeze_fc")]
+    runs = [(n, r) for n, r in runs if r]
+    if not ddp or not runs:
+        return
+    labels = {"dpsgd": "gossipd D-PSGD, fp32", "deepsqueeze": "gossipd DeepSqueeze, top-1%, η = 0.02",
+              "deepsqueeze_fc": "gossipd DeepSqueeze, top-1%, η = 0.02, last 50 rounds fp32 averaging"}
+    ddp_acc, ddp_mb = ddp["final_test_accuracy"], ddp["total_bytes_per_process"] / 1e6
+    print("| run | average model | nodes: worst / mean / best | mean node vs DDP | MB sent per node | fewer bytes than DDP |")
+    print("|---|---|---|---|---|---|")
+    print(f"| PyTorch DDP, gloo (8 processes) | {100 * ddp_acc:.2f}% (its one model) | - | - | {ddp_mb:,.0f} "
+          "(ring all-reduce volume) | 1× |")
+    for name, r in runs:
+        acc = r["node_accuracy"]
+        mb = r["bytes_per_node"] / 1e6
+        print(f"| {labels[name]} | {100 * r['average_model_accuracy']:.2f}% | {100 * min(acc):.2f} / "
+              f"{100 * r['node_accuracy_mean']:.2f} / {100 * max(acc):.2f}% | "
+              f"{100 * (r['node_accuracy_mean'] - ddp_acc):+.2f} points | {mb:,.1f} | {ddp_mb / mb:.0f}× |")
+
+
+def bridge_table():
+    b = load("trainer_bridge")
+    if not b:
+        return
+    mc = b["memcpy_ms"]
+    print(f"| {b['dim']:,} float32 parameters ({b['param_bytes'] / 1e6:.0f} MB) | per round | in memcpys |")
+    print("|---|---|---|")
+    for label, key in (("memcpy of the parameters", "memcpy_ms"), ("float32 → float64 → float32 conversion", "convert_ms"),
+                       ("**shared-memory bridge (built)**", "shm_round_ms"), ("parameters inside the ipc messages", "inline_round_ms")):
+        print(f"| {label} | {b[key]:.1f} ms | {b[key] / mc:.1f} |")
+
+
+def cnn_tta_table():
+    r = load("cnn_tta")
+    if not r:
+        return
+    names = {"cnn_deepsqueeze": "gossipd DeepSqueeze top-1% + train_cnn.py trainers", "cnn_ddp": "PyTorch DDP, gloo"}
+    by = {x["method"]: x for x in r["runs"]}
+    print(f"| method | time to {100 * r['target_accuracy']:.0f}% | rounds (DDP: steps) | MB sent, 8 hosts | speed-up over DDP |")
+    print("|---|---|---|---|---|")
+    for x in r["runs"]:
+        t = f"{x['seconds']:.1f} s" if x["reached"] else f"not reached in {x['seconds']:.0f} s ({100 * x['accuracy']:.1f}%)"
+        d = by.get("cnn_ddp")
+        vs = f"{d['seconds'] / x['seconds']:.2f}×" if d and d["reached"] and x["reached"] and d is not x else "-"
+        print(f"| {names.get(x['method'], x['method'])} | {t} | {x['rounds']} | {x['bytes_sent'] / 1e6:,.0f} | {vs} |")
+
+
 def nodes_table():
     names = {"dpsgd": "D-PSGD fp32", "deepsqueeze_topk": "DeepSqueeze top-1%, η = 0.02",
              "choco_topk": "CHOCO top-1%, γ = 0.02"}
@@ -256,6 +305,9 @@ SECTIONS = {
     "TABLE_BANDWIDTH": bandwidth_table,
     "TABLE_CURVE": curve_table,
     "TABLE_NODES": nodes_table,
+    "TABLE_PYTORCH": pytorch_table,
+    "TABLE_BRIDGE": bridge_table,
+    "TABLE_CNN_TTA": cnn_tta_table,
     "TABLE_GAMMA": gamma_table,
 }
 
