@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -134,6 +135,9 @@ struct TrainerBridge::Impl {
     } catch (const zmq::error_t& e) {
       throw IoError("trainer bridge: cannot bind " + endpoint + ": " + e.what());
     }
+    // Only this user may attach: a trainer can replace the model and read it (the shared memory is 0600 too).
+    if (::chmod(path.c_str(), 0600) != 0)
+      throw IoError("trainer bridge: cannot restrict '" + path + "' to its owner: " + std::strerror(errno));
   }
 
   void send(const std::string& identity, const json& body) {

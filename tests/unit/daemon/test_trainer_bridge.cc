@@ -361,6 +361,11 @@ TEST_CASE("the shared memory is removed with the bridge, and a too long socket p
     CHECK(fs::exists(shm));
   }
   CHECK(!fs::exists(shm));
+  {
+    TrainerBridge b(options(d.path));
+    const auto perms = fs::status(d.path / "trainer.sock").permissions();
+    CHECK((perms & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);  // owner only
+  }
   const fs::path deep = d.path / std::string(120, 'x');
   CHECK_THROWS_AS(TrainerBridge(options(deep)), ConfigError);
 }
