@@ -5,9 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -74,6 +77,20 @@ void writeValues(const Vec& src, std::byte* dst) {
   Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(reinterpret_cast<T*>(dst), src.size()) = src.template cast<T>();
 }
 
+// A daemon killed with SIGKILL leaves its shared memory behind (/dev/shm/gossipd-UID-NODE-PID-SERIAL):
+// remove this node's files whose daemon is no longer running, so that restarts do not pile up model-sized
+// files in RAM. A file of a live process (another cluster's node with the same id) is left alone.
+void removeStaleSharedMemory(PeerId node) {
+  const std::string prefix = "gossipd-" + std::to_string(getuid()) + "-" + std::to_string(node) + "-";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const auto pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) shm_unlink(("/" + name).c_str());
+  }
+}
+
 std::uint64_t nowNs() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -123,6 +140,7 @@ struct TrainerBridge::Impl {
                         std::to_string(path.size()) + " characters; unix sockets allow " +
                         std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
     endpoint = "ipc://" + path;
+    removeStaleSharedMemory(o.node);
     router.set(zmq::sockopt::linger, 0);
     router.set(zmq::sockopt::router_mandatory, 1);
     const std::string monAddr = "inproc://trainer-monitor";

@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -366,6 +368,18 @@ TEST_CASE("the shared memory is removed with the bridge, and a too long socket p
     const auto perms = fs::status(d.path / "trainer.sock").permissions();
     CHECK((perms & (fs::perms::group_all | fs::perms::others_all)) == fs::perms::none);  // owner only
   }
+  // A SIGKILLed daemon's file is removed when the node starts again; a live process's is not.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  REQUIRE(dead > 0);
+  REQUIRE(waitpid(dead, nullptr, 0) == dead);
+  const std::string prefix = "/dev/shm/gossipd-" + std::to_string(getuid()) + "-3-";
+  const std::string stale = prefix + std::to_string(dead) + "-1", live = prefix + std::to_string(getpid()) + "-999";
+  for (const auto& f : {stale, live}) REQUIRE(std::ofstream(f).good());
+  { TrainerBridge b(options(d.path)); }
+  CHECK(!fs::exists(stale));
+  CHECK(fs::exists(live));
+  fs::remove(live);
   const fs::path deep = d.path / std::string(120, 'x');
   CHECK_THROWS_AS(TrainerBridge(options(deep)), ConfigError);
 }
