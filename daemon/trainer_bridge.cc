@@ -195,12 +195,24 @@ struct TrainerBridge::Impl {
     }
   }
 
+  // The node's model into the parameters region: the trainer then holds the model as it is now.
   void writeModel(const Vec& x) {
     const auto t0 = nowNs();
     if (trainer->f64)
       writeValues<double>(x, trainer->shm->data());
     else
       writeValues<float>(x, trainer->shm->data());
+    stats.copy_ns += nowNs() - t0;
+    current = true;
+  }
+  // The parameters (region 0) or the gradient (region 1) into dst, as float64.
+  void readRegion(int region, Vec& dst) {
+    const auto t0 = nowNs();
+    const std::byte* src = trainer->shm->data() + region * trainer->dim * (trainer->f64 ? 8 : 4);
+    if (trainer->f64)
+      readValues<double>(src, dst, trainer->dim);
+    else
+      readValues<float>(src, dst, trainer->dim);
     stats.copy_ns += nowNs() - t0;
   }
 
@@ -235,8 +247,8 @@ struct TrainerBridge::Impl {
     everAttached = true;
     lastHeard = now;
     ++stats.attaches;
+    current = false;
     if (model) writeModel(*model);
-    current = model != nullptr;
     std::printf("node %u: trainer attached (pid %lld, %llu parameters, %s)%s\n", o.node, trainer->pid,
                 static_cast<unsigned long long>(dim), dtype.c_str(), model ? ", given the current model" : ", asked for the initial model");
     std::fflush(stdout);
@@ -258,12 +270,7 @@ struct TrainerBridge::Impl {
     if (!trainer->awaitingInit) return error(id, "init was not asked for (the daemon already has a model)");
     trainer->awaitingInit = false;
     Vec x;
-    const auto t0 = nowNs();
-    if (trainer->f64)
-      readValues<double>(trainer->shm->data(), x, trainer->dim);
-    else
-      readValues<float>(trainer->shm->data(), x, trainer->dim);
-    stats.copy_ns += nowNs() - t0;
+    readRegion(0, x);
     if (!std::isfinite(x.squaredNorm())) return error(id, "the initial parameters hold a non-finite value");
     initial = std::move(x);
     initFrom = id;
@@ -349,7 +356,6 @@ void TrainerBridge::ready(const Vec& model, Round next) {
   Impl& i = *impl_;
   if (i.isTrainer(i.initFrom) && !i.trainer->awaitingInit && static_cast<std::size_t>(model.size()) == i.trainer->dim) {
     i.writeModel(model);
-    i.current = true;
     i.send(i.initFrom, {{"op", "ready"}, {"round", next}});
   }
   i.initFrom.clear();
@@ -366,14 +372,10 @@ bool TrainerBridge::hasRequest() const { return impl_->pending != Impl::Op::None
 double TrainerBridge::readRequest(Vec& x, Vec& g) {
   Impl& i = *impl_;
   GOSSIP_CHECK(i.trainer && i.pending != Impl::Op::None, "no trainer request is waiting");
-  const auto t0 = nowNs();
-  Vec& dst = i.pending == Impl::Op::Mix ? x : g;
-  const std::byte* src = i.trainer->shm->data() + (i.pending == Impl::Op::Mix ? 0 : i.trainer->dim * (i.trainer->f64 ? 8 : 4));
-  if (i.trainer->f64)
-    readValues<double>(src, dst, i.trainer->dim);
+  if (i.pending == Impl::Op::Mix)
+    i.readRegion(0, x);
   else
-    readValues<float>(src, dst, i.trainer->dim);
-  i.stats.copy_ns += nowNs() - t0;
+    i.readRegion(1, g);
   i.pending = Impl::Op::None;
   i.serving = i.trainer->identity;
   return i.pendingLoss;
@@ -384,7 +386,6 @@ bool TrainerBridge::finishRound(const Vec& x, Round next, bool done) {
   const std::string who = std::exchange(i.serving, std::string());
   if (who.empty() || !i.isTrainer(who)) return false;  // the trainer left or was replaced during the round
   i.writeModel(x);
-  i.current = true;
   ++i.stats.rounds_served;
   i.lastHeard = i.lastPoll;  // the trainer's idle clock starts at our reply
   i.send(who, {{"op", "mixed"}, {"round", next}, {"done", done}});
@@ -399,7 +400,6 @@ void TrainerBridge::resync(const Vec& x, Round next) {
   GOSSIP_CHECK(i.trainer && i.pending != Impl::Op::None, "no trainer request to answer");
   i.pending = Impl::Op::None;
   i.writeModel(x);
-  i.current = true;
   if (i.o.gradient_mode)
     i.send(i.trainer->identity, {{"op", "grad_at"}, {"round", next}});
   else
@@ -411,7 +411,6 @@ void TrainerBridge::askGradientAt(const Vec& x, Round t) {
   const std::string who = std::exchange(i.serving, std::string());
   if (who.empty() || !i.isTrainer(who)) return;
   i.writeModel(x);
-  i.current = true;
   i.send(who, {{"op", "grad_at"}, {"round", t}});
 }
 
