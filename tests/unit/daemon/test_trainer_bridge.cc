@@ -94,6 +94,15 @@ struct Client {
   float* grad(std::size_t dim) { return static_cast<float*>(map) + dim; }
 };
 
+// Polls the bridge (the daemon's loop) until the trainer's mix or grad request is waiting, at most 1 s.
+void waitForRequest(TrainerBridge& b, const Vec& model, Round next, std::uint64_t nowMs) {
+  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
+    b.poll(nowMs, &model, next);
+    b.waitReadable(5);
+  }
+  REQUIRE_MESSAGE(b.hasRequest(), "the trainer's request did not reach the bridge");
+}
+
 json attachMsg(std::size_t dim, const char* dtype = "float32") {
   return {{"op", "attach"}, {"version", 1}, {"dim", dim}, {"dtype", dtype}, {"pid", 42}};
 }
@@ -149,11 +158,7 @@ TEST_CASE("a model round: parameters in, mixed model out, one reply") {
 
   c.params()[0] = 10.0f;  // the trainer's optimizer step
   c.send({{"op", "mix"}, {"loss", 0.5}});
-  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
-    b.poll(0, &model, 7);
-    b.waitReadable(5);
-  }
-  REQUIRE(b.hasRequest());
+  waitForRequest(b, model, 7, 0);
   Vec g;
   CHECK(b.readRequest(model, g) == doctest::Approx(0.5));
   CHECK(model == Vec{{10.0, 2.0, 3.0}});
@@ -182,11 +187,7 @@ TEST_CASE("a trainer whose model is out of date is resynced instead of mixed") {
   CHECK(!b.trainerCurrent());
   c.params()[0] = 99.0f;  // its step from the old model
   c.send({{"op", "mix"}});
-  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
-    b.poll(0, &model, 3);
-    b.waitReadable(5);
-  }
-  REQUIRE(b.hasRequest());
+  waitForRequest(b, model, 3, 0);
   b.resync(model, 3);
   r = c.reply(b, &model, 3);
   CHECK(r == json{{"op", "mixed"}, {"round", 3}, {"done", false}, {"resync", true}});
@@ -213,11 +214,7 @@ TEST_CASE("gradient mode: the gradient region is read, and a start step asks for
   c.send({{"op", "mix"}});
   CHECK(c.reply(b, &model, 0)["error"].get<std::string>().find("send grad") != std::string::npos);
   c.send({{"op", "grad"}, {"loss", 2.0}});
-  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
-    b.poll(0, &model, 0);
-    b.waitReadable(5);
-  }
-  REQUIRE(b.hasRequest());
+  waitForRequest(b, model, 0, 0);
   Vec g;
   b.readRequest(model, g);
   CHECK(g == Vec{{0.125, -4.0}});
@@ -270,11 +267,7 @@ TEST_CASE("a waiting request gets keepalives, and the end of training answers it
   c.send(attachMsg(1));
   REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
   c.send({{"op", "mix"}});
-  for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
-    b.poll(1000, &model, 5);
-    b.waitReadable(5);
-  }
-  REQUIRE(b.hasRequest());
+  waitForRequest(b, model, 5, 1000);
   zmq::message_t early;
   CHECK(!c.s.recv(early, zmq::recv_flags::dontwait));  // the first keepalive comes a second later
   auto r = c.reply(b, &model, 5, 2000, /*skipWait=*/false);
@@ -327,11 +320,7 @@ TEST_CASE("a trainer that is gone, silent or replaced no longer drives rounds") 
     first.send(attachMsg(2));
     REQUIRE(first.reply(b, &model, 0)["op"] == "attached");
     first.send({{"op", "mix"}});
-    for (int i = 0; i < 200 && !b.hasRequest(); ++i) {
-      b.poll(0, &model, 0);
-      b.waitReadable(5);
-    }
-    REQUIRE(b.hasRequest());
+    waitForRequest(b, model, 0, 0);
     Client second(b.endpoint());
     second.send(attachMsg(2));
     REQUIRE(second.reply(b, &model, 0)["op"] == "attached");
