@@ -46,6 +46,10 @@ class _Lost(Exception):
     """Internal: no message within `timeout`, or the daemon does not know us: reconnect."""
 
 
+class _Finished(Exception):
+    """Internal: while we were away the daemon ended its training and exited; it will not come back."""
+
+
 def attach(data_dir: "str | os.PathLike[str]", timeout: float = 5.0, reconnect_timeout: float = 120.0,
            dtype: str = "float32") -> "Trainer":
     """The trainer end of the bridge of the daemon whose node.data_dir is `data_dir`.
@@ -135,6 +139,7 @@ class Trainer:
         self._round: Optional[int] = None
         self._done = False
         self._closed = False
+        self._attached_wall = 0.0  # time.time() of the last attach: status.json older than this is not news
         self.reconnects = 0  # how many times the client re-attached after losing the daemon
 
     # ----------------------------------------------------------------- what the daemon told us
@@ -498,10 +503,41 @@ class Trainer:
                 break
             except _Lost:
                 continue
+            except _Finished:
+                self._finish_without_daemon(reason)
+                return
         self.reconnects += 1
         print(f"gossipd: reconnected to the daemon at {self.endpoint} ({reason}); round {self._round}, "
               + ("gave it our parameters as its initial model" if init else "continuing from its model"),
               file=sys.stderr, flush=True)
+
+    def _daemon_finished(self) -> bool:
+        """status.json, rewritten since we last attached, says the daemon finished its rounds."""
+        path = os.path.join(self.data_dir, "status.json")
+        try:
+            if os.stat(path).st_mtime < self._attached_wall:
+                return False
+            with open(path, encoding="utf-8") as f:
+                return json.load(f).get("state") == "done"
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def _finish_without_daemon(self, reason: str) -> None:
+        """The daemon finished without us: take its final model (model.npy, written at its end) if it is
+        there and ours in size, else keep the last model it gave us; either way we are done."""
+        self._done = True
+        took = "kept the last model it gave us"
+        path = os.path.join(self.data_dir, "model.npy")
+        try:
+            if self._params is not None and os.stat(path).st_mtime >= self._attached_wall:
+                final = np.load(path)
+                if final.shape == self._params.shape and np.isfinite(final).all():
+                    self._params[:] = final
+                    took = "took its final model (model.npy)"
+        except (OSError, ValueError):
+            pass
+        print(f"gossipd: the daemon at {self.endpoint} finished its rounds while this trainer was away "
+              f"({reason}); {took}", file=sys.stderr, flush=True)
 
     def _attach(self, deadline: float, reason: Optional[str] = None) -> bool:
         """attach (retrying on fresh sockets until `deadline`), map the shared memory, bind the parameters
@@ -509,6 +545,10 @@ class Trainer:
         b = self._binding
         msg = {"op": "attach", "version": PROTOCOL_VERSION, "dim": b.dim, "dtype": self.dtype, "pid": os.getpid()}
         while True:
+            # A daemon that ran its last round while this trainer was busy (or not answering) has exited:
+            # retrying for reconnect_timeout would only keep the trainer (and `gossipd cluster`) waiting.
+            if reason is not None and self._daemon_finished():
+                raise _Finished()
             left = deadline - time.monotonic()
             if left <= 0:
                 why = f" after {reason}" if reason else ""
@@ -522,6 +562,7 @@ class Trainer:
             except _Lost:
                 continue
         self._check_attached(reply, b.dim)
+        self._attached_wall = time.time()
         mm, params, grad = self._map(reply["shm"], b.dim)
         init = bool(reply.get("init"))
         if init:

@@ -582,6 +582,55 @@ class TestRestart(Base):
         self.assertLess(time.monotonic() - t0, 2.0)
         self.assertRegex(str(cm.exception), r"did not answer within 0\.6 s after no message from the daemon for 0\.2 s")
 
+    def write_status(self, state: str, mtime_offset: float, model=None):
+        """The files a daemon leaves at its end (status.json, model.npy), dated `mtime_offset` s from now."""
+        when = time.time() + mtime_offset
+        path = os.path.join(self.dir, "status.json")
+        with open(path, "w") as f:
+            json.dump({"state": state, "round": 100}, f)
+        os.utime(path, (when, when))
+        if model is not None:
+            np.save(os.path.join(self.dir, "model.npy"), np.asarray(model, dtype=np.float64))
+            os.utime(os.path.join(self.dir, "model.npy"), (when, when))
+
+    def test_daemon_that_finished_while_we_were_away(self):
+        self.daemon(die_on_request=1)
+        g = self.attach(timeout=0.2, reconnect_timeout=30.0)
+        g.bind_array(3, initial=[1, 1, 1])
+        self.write_status("done", 1.0, model=[5.0, 6.0, 7.0])
+        err = io.StringIO()
+        t0 = time.monotonic()
+        with contextlib.redirect_stderr(err):
+            g.mix()
+        self.assertLess(time.monotonic() - t0, 5.0, "waited for a daemon that had finished")
+        self.assertTrue(g.done)
+        np.testing.assert_array_equal(g.params, [5.0, 6.0, 7.0])
+        self.assertRegex(err.getvalue(), r"finished its rounds while this trainer was away .*took its final model")
+        self.assertTrue(g.mix() is None or g.done)  # after done, mix returns at once
+
+    def test_finished_daemon_without_a_model_leaves_ours(self):
+        self.daemon(die_on_request=1)
+        g = self.attach(timeout=0.2, reconnect_timeout=30.0)
+        g.bind_array(2, initial=[3, 4])
+        self.write_status("done", 1.0, model=[1.0, 2.0, 3.0])  # another size: not ours
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            g.mix()
+        self.assertTrue(g.done)
+        np.testing.assert_array_equal(g.params, [3, 4])
+        self.assertIn("kept the last model it gave us", err.getvalue())
+
+    def test_old_or_stopped_status_is_not_taken_for_the_end(self):
+        for state, offset in (("done", -100.0), ("stopped", 1.0), ("training", 1.0)):
+            with self.subTest(state=state, offset=offset):
+                self.daemon(die_on_request=1)
+                g = self.attach(timeout=0.2, reconnect_timeout=0.8)
+                g.bind_array(2)
+                self.write_status(state, offset)
+                with self.assertRaises(gossipd.DaemonUnavailable):
+                    g.mix()
+                self.assertFalse(g.done)
+                g.detach()
+
     def test_gradient_mode_restart(self):
         a = self.daemon(mode="gradient", die_on_request=1)
         g = self.attach(timeout=0.3)
