@@ -97,9 +97,11 @@ std::string lastLine(const fs::path& file) {
   return last;
 }
 
-// Starts bin with args (and env, NAME -> value, added to ours), output appended to log.
+// Starts bin with args (and env, NAME -> value, added to ours), output appended to log. With ownGroup
+// the child leads a process group of its own, so that a signal to -pid reaches everything it starts: a
+// trainer is `/bin/sh -c CMD`, and a signal to the shell alone would leave CMD (python) running.
 pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const fs::path& log,
-            const std::vector<std::pair<std::string, std::string>>& env = {}) {
+            const std::vector<std::pair<std::string, std::string>>& env = {}, bool ownGroup = false) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(bin.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -113,6 +115,7 @@ pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const 
     // The child dies with the launcher, even if the launcher is killed with SIGKILL.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);
+    if (ownGroup) ::setpgid(0, 0);
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
@@ -120,6 +123,7 @@ pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const 
     ::_exit(127);
   }
   ::close(fd);
+  if (ownGroup) ::setpgid(pid, pid);  // also here: a signal sent right after fork must find the group
   return pid;
 }
 
@@ -286,12 +290,13 @@ int cluster(std::vector<std::string> argv) {
     if (!trainer.empty())
       c.trainerPid = spawn("/bin/sh", {"-c", trainer}, c.dir / "trainer.log",
                            {{"GOSSIPD_DATA_DIR", c.dir.string()}, {"GOSSIPD_NODE", std::to_string(i)},
-                            {"GOSSIPD_NODES", std::to_string(*nodes)}});
+                            {"GOSSIPD_NODES", std::to_string(*nodes)}},
+                           /*ownGroup=*/true);
   };
   auto stopAll = [&](int sig) {
     for (auto& c : children) {
       if (c.pid > 0 && !c.status) ::kill(c.pid, sig);
-      if (c.trainerPid > 0 && !c.trainerStatus) ::kill(c.trainerPid, sig);
+      if (c.trainerPid > 0 && !c.trainerStatus) ::kill(-c.trainerPid, sig);  // the shell and its command
     }
   };
   auto reap = [&](bool report) {
@@ -350,7 +355,7 @@ int cluster(std::vector<std::string> argv) {
       if (Clock::now() > *trainerDeadline) {
         std::printf("\ntrainers still running 30 s after the last node ended: stopping them\n");
         for (auto& c : children)
-          if (c.trainerPid > 0 && !c.trainerStatus) ::kill(c.trainerPid, SIGTERM);
+          if (c.trainerPid > 0 && !c.trainerStatus) ::kill(-c.trainerPid, SIGTERM);
         trainerDeadline = Clock::now() + std::chrono::hours(1);
       }
     }

@@ -80,3 +80,17 @@ wait_for 30 "the cluster to stop after SIGINT" exited "$CL"
 wait "$CL" || rc=$?
 [ "$rc" = 1 ] || fail "a cluster whose trainers failed should exit 1, got $rc"
 echo "ok: --trainer runs a trainer beside each node; a failing trainer is reported"
+
+# 5. SIGINT to a cluster with trainers: the trainers' own processes stop too, not only the shells that
+# started them (each trainer runs in a process group of its own, which the supervisor signals).
+"$GOSSIPD" cluster --nodes 2 --dir "$WORK/trint" --http-port 0 --set algorithm.rounds=100000000 \
+  --trainer "/usr/bin/python3 $TRAINER \"\$GOSSIPD_DATA_DIR\" \"\$GOSSIPD_NODE\" \"\$GOSSIPD_DATA_DIR/x.npy\" --sleep 0.01" >"$WORK/trint.out" 2>&1 &
+CL=$!
+PIDS+=($CL)
+for i in 0 1; do wait_for 60 "node $i's trainer to attach" grep -q '"trainer":"attached"' "$WORK/trint/node-$i/status.json"; done
+trainers=$(for sh in $(pgrep -P "$CL"); do pgrep -P "$sh"; done)
+[ "$(echo $trainers | wc -w)" = 2 ] || fail "expected 2 trainer processes under the shells, got '$trainers'"
+kill -INT "$CL"
+wait_for 30 "the cluster with trainers to stop after SIGINT" exited "$CL"
+for p in $trainers; do wait_for 10 "trainer process $p to end with its cluster" exited "$p"; done
+echo "ok: SIGINT stops the trainers' processes with the cluster"
