@@ -172,24 +172,30 @@ def bandwidth_table():
                   f"{x['bytes_sent'] / 1e6:,.0f} | {vs('dpsgd')} | {vs('ddp')} |")
 
 
-def pytorch_table():
-    """The CNN through the trainer bridge (scripts/pytorch_cnn.sh) against torch DDP."""
-    ddp = load("pytorch_cnn_ddp")
-    runs = [(name, load(f"pytorch_cnn_{name}")) for name in ("dpsgd", "deepsqueeze", "deepsqueeze_fc")]
+def pytorch_table(suffix=""):
+    """The CNN through the trainer bridge (scripts/pytorch_cnn.sh) against torch DDP; suffix "_cosine": the
+    runs where both decay their lr on a cosine (LRS=--cosine)."""
+    ddp = load("pytorch_cnn_ddp" + suffix)
+    runs = [(name, load(f"pytorch_cnn_{name}{suffix}"))
+            for name in ("dpsgd", "deepsqueeze", "deepsqueeze_eta0.01", "deepsqueeze_eta0.05", "deepsqueeze_k1.5",
+                         "deepsqueeze_fc")]
     runs = [(n, r) for n, r in runs if r]
     if not ddp or not runs:
         return
     labels = {"dpsgd": "gossipd D-PSGD, fp32", "deepsqueeze": "gossipd DeepSqueeze, top-1%, η = 0.02",
+              "deepsqueeze_eta0.01": "gossipd DeepSqueeze, top-1%, η = 0.01",
+              "deepsqueeze_eta0.05": "gossipd DeepSqueeze, top-1%, η = 0.05",
+              "deepsqueeze_k1.5": "gossipd DeepSqueeze, top-1.5%, η = 0.02",
               "deepsqueeze_fc": "gossipd DeepSqueeze, top-1%, η = 0.02, last 50 rounds fp32 averaging"}
     ddp_acc, ddp_mb = ddp["final_test_accuracy"], ddp["total_bytes_per_process"] / 1e6
     print("| run | average model | nodes: worst / mean / best | mean node vs DDP | MB sent per node | fewer bytes than DDP |")
     print("|---|---|---|---|---|---|")
-    print(f"| PyTorch DDP, gloo (8 processes) | {100 * ddp_acc:.2f}% (its one model) | - | - | {ddp_mb:,.0f} "
+    print(f"| PyTorch DDP, gloo (8 processes){', cosine lr' if suffix else ''} | {100 * ddp_acc:.2f}% (its one model) | - | - | {ddp_mb:,.0f} "
           "(ring all-reduce volume) | 1× |")
     for name, r in runs:
         acc = r["node_accuracy"]
         mb = r["bytes_per_node"] / 1e6
-        print(f"| {labels[name]} | {100 * r['average_model_accuracy']:.2f}% | {100 * min(acc):.2f} / "
+        print(f"| {labels[name]}{', cosine lr' if suffix else ''} | {100 * r['average_model_accuracy']:.2f}% | {100 * min(acc):.2f} / "
               f"{100 * r['node_accuracy_mean']:.2f} / {100 * max(acc):.2f}% | "
               f"{100 * (r['node_accuracy_mean'] - ddp_acc):+.2f} points | {mb:,.1f} | {ddp_mb / mb:.0f}× |")
 

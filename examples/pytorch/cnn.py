@@ -8,6 +8,7 @@ seed so that every process computes the same split.
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import struct
 
@@ -150,3 +151,8 @@ def single_thread():
         torch.set_num_interop_threads(1)
     except RuntimeError:  # already set, or parallel work already ran
         pass
+
+
+def cosine_lr(lr: float, step: int, total: int) -> float:
+    """lr * (1 + cos(pi * step / total)) / 2: from lr at step 0 to 0 at step `total` (--cosine)."""
+    return lr * (1.0 + math.cos(math.pi * min(step, total) / max(total, 1))) / 2.0

@@ -36,6 +36,7 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=32, help="per process, as train_cnn.py")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--cosine", action="store_true", help="decay --lr to 0 over --steps on a cosine")
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--eval-max", type=int, default=2000, help="first this many test images (0: all)")
@@ -84,6 +85,9 @@ def worker(rank: int, args, port: int, results):
         eval_s = 0.0
         for step in range(1, args.steps + 1):
             xb, yb = next(batches)
+            if args.cosine:
+                for group in opt.param_groups:
+                    group["lr"] = cnn.cosine_lr(args.lr, step - 1, args.steps)
             opt.zero_grad()
             loss = F.cross_entropy(ddp(xb), yb)
             loss.backward()  # DDP all-reduces (averages) the gradients here

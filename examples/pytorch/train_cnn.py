@@ -45,6 +45,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.05, help="SGD step size (model mode; gradient mode: algorithm.lr)")
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--cosine", action="store_true",
+                   help="model mode: decay --lr to 0 over the daemon's rounds on a cosine (as ddp_baseline.py --cosine)")
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--local-steps", type=int, default=1, help="optimizer steps per mix (model mode)")
     p.add_argument("--eval-every", type=int, default=50, help="evaluate and report every this many rounds (0: never)")
@@ -160,6 +162,9 @@ def train(args, train_raw):
         evals = []
         while not g.done:
             if g.mode == "model":
+                if args.cosine:
+                    for group in run.opt.param_groups:
+                        group["lr"] = cnn.cosine_lr(args.lr, g.round, g.rounds)
                 for _ in range(args.local_steps):
                     loss = run.local_step()
                 g.mix(loss=loss)
