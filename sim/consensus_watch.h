@@ -9,6 +9,9 @@
 // and down between evaluations; an unstable consensus step (CHOCO with too large a gamma for its
 // compressor and graph) makes it grow steadily, doubling every few hundred rounds, and the model's
 // accuracy falls only much later.
+// A run that blows up from its first rounds never falls, so a second rule needs no fall: the value
+// stands above 1 (the nodes are farther apart than the average model is from zero, which no consensus
+// does) and has grown at each of the last `rises` evaluations.
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -20,15 +23,28 @@ namespace gossip::sim {
 
 class ConsensusWatch {
  public:
-  explicit ConsensusWatch(unsigned rises = 3, double factor = 4.0) : rises_(rises), factor_(factor) {}
+  // earlyRule: the second rule above; it needs the true relative distance (the simulator's), where
+  // values above 1 mean what they say.
+  explicit ConsensusWatch(unsigned rises = 3, double factor = 4.0, bool earlyRule = true)
+      : rises_(rises), factor_(factor), earlyRule_(earlyRule) {}
 
   // The warning, the first time the rule holds; nothing before or after.
   std::optional<std::string> observe(Round t, double relative) {
     if (!std::isfinite(relative)) return std::nullopt;
     if (!armed_) {
       armed_ = previous_ && relative < *previous_;
+      if (!armed_) {
+        earlyRising_ = previous_ && relative > *previous_ ? earlyRising_ + 1 : 0;
+        if (!earlyMinimum_ || relative < *earlyMinimum_) {
+          earlyMinimum_ = relative;
+          earlyMinimumRound_ = t;
+        }
+        previous_ = relative;
+        if (!earlyRule_ || warned_ || earlyRising_ < rises_ || relative <= 1.0) return std::nullopt;
+        warned_ = true;
+        return message(t, relative, *earlyMinimum_, earlyMinimumRound_);
+      }
       previous_ = relative;
-      if (!armed_) return std::nullopt;
     }
     if (!minimum_ || relative < *minimum_) {
       minimum_ = relative;
@@ -38,19 +54,26 @@ class ConsensusWatch {
     previous_ = relative;
     if (warned_ || rising_ < rises_ || relative < factor_ * *minimum_) return std::nullopt;
     warned_ = true;
+    return message(t, relative, *minimum_, minimumRound_);
+  }
+
+ private:
+  std::string message(Round t, double relative, double low, Round lowRound) const {
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "the nodes are drifting apart: relative consensus distance %.3g at round %llu, up from %.3g at "
                   "round %llu and rising at each of the last %u evaluations; lower algorithm.gamma (choco) or "
                   "algorithm.eta (deepsqueeze), or use a milder compressor",
-                  relative, static_cast<unsigned long long>(t), *minimum_,
-                  static_cast<unsigned long long>(minimumRound_), rises_);
+                  relative, static_cast<unsigned long long>(t), low, static_cast<unsigned long long>(lowRound), rises_);
     return std::string(buf);
   }
 
- private:
   unsigned rises_;
   double factor_;
+  bool earlyRule_;
+  std::optional<double> earlyMinimum_;
+  Round earlyMinimumRound_ = 0;
+  unsigned earlyRising_ = 0;
   std::optional<double> minimum_, previous_;
   Round minimumRound_ = 0;
   unsigned rising_ = 0;

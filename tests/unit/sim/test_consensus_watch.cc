@@ -43,3 +43,14 @@ TEST_CASE("consensus watch: rises that stay below 4x the minimum, or that break 
   CHECK(feed({1.0, 0.1, 0.3, 0.9, 0.8, 2.0, 5.0, 9.0}).second == 7);    // ... until three rises in a row
   CHECK(feed({1.0, 0.1, NAN, 0.3, 0.9, 2.0}).second == 5);              // a NaN is skipped
 }
+
+TEST_CASE("consensus watch: a run that blows up from the start warns once it is past 1 and rising") {
+  // Never falls: the first rule would never arm. 0.9 -> 2e6 -> ...: warned at the third rise, past 1.
+  const auto [count, first] = feed({0.1, 0.9, 2e6, 2e14, 1.5e22, 1.4e31, 2.5e31});
+  CHECK(count == 1);
+  CHECK(first == 3);
+  // Rising from the start but staying below 1 (a shared start spreading out) is not a warning.
+  CHECK(feed({1e-4, 1e-3, 1e-2, 0.1, 0.5, 0.9, 0.95}).second == -1);
+  // Above 1 but not rising three times in a row (noise around a high level) is not either.
+  CHECK(feed({2.0, 3.0, 2.5, 3.5, 3.0, 4.0, 3.8}).second == -1);
+}
