@@ -148,6 +148,12 @@ int sim(std::vector<std::string> argv) {
     std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds, %zu parameters\n", config.cluster.nodes,
                  config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
                  static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
+    if (const auto& a = problem->auto_step)
+      std::fprintf(stderr,
+                   "gossipd sim: automatic step lr = %.6g (%s; the largest L over %zu nodes: %.6g for the whole local "
+                   "objective, %.6g per sample; agreed by max-gossip in %u rounds)\n",
+                   a->lr, training::autoStepRule(config.algorithm.estimator), a->nodes, a->agreed.full,
+                   a->agreed.sample, a->gossip_rounds);
     const Round total = config.algorithm.rounds;
     sim::ConsensusWatch watch;
     records = simulator.run([&](const sim::EvalRecord& r) {
@@ -178,6 +184,12 @@ int sim(std::vector<std::string> argv) {
     j["records"] = nlohmann::json::array();
     for (const auto& r : records) j["records"].push_back(toJson(r));
     j["warnings"] = warnings;
+    if (const auto& a = problem->auto_step)
+      j["lr_auto"] = {{"lr", a->lr},
+                      {"L_full", a->agreed.full},
+                      {"L_sample", a->agreed.sample},
+                      {"nodes", a->nodes},
+                      {"gossip_rounds", a->gossip_rounds}};
     outFile << j.dump(1) << "\n";
     outFile.close();
     std::error_code ec;

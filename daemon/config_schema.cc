@@ -52,6 +52,7 @@ const KeySpec kSchema[] = {
 
     K(algorithm, name, {}, choicesOf<kAlgorithmNames>),
     K(algorithm, lr, Range::above(0)),
+    K(algorithm, lr_auto),
     K(algorithm, lr_schedule, {}, choicesOf<kLrSchedules>),
     K(algorithm, lr_decay, Range::atLeast(0)),
     K(algorithm, lr_decay_every, Range::atLeast(0)),

@@ -123,6 +123,10 @@ void checkTopology(const Config& c, std::vector<std::string>& p) {
 
 void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
   const auto& a = c.algorithm;
+  // training/smoothness.h bounds the curvature of the linear models only.
+  if (a.lr_auto && c.model.kind != "logistic" && c.model.kind != "softmax" && c.model.kind != "least_squares")
+    p.push_back("algorithm.lr_auto needs model.kind = 'logistic', 'softmax' or 'least_squares' (no smoothness bound is known for " +
+                inQuotes(c.model.kind) + "): give algorithm.lr");
   if (a.lr_schedule == "step") {
     if (a.lr_decay_every == 0) p.push_back("algorithm.lr_decay_every must be >= 1 when algorithm.lr_schedule = 'step'");
     if (!(a.lr_decay > 0 && a.lr_decay <= 1))
@@ -156,6 +160,8 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
 void checkTrainer(const Config& c, std::vector<std::string>& p) {
   const auto& t = c.trainer;
   if (!t.enable) return;
+  if (c.algorithm.lr_auto)
+    p.push_back("algorithm.lr_auto cannot be used with trainer.enable: the trainer's model is not known to the daemon; give algorithm.lr");
   if (t.mode == "model" && !contains(kModelModeAlgorithms, c.algorithm.name) && contains(kAlgorithmNames, c.algorithm.name))
     p.push_back("trainer.mode = 'model' works with " + joined(kModelModeAlgorithms) + ", not algorithm.name = " +
                 inQuotes(c.algorithm.name) + " (it needs the gradient inside its update: use trainer.mode = 'gradient')");

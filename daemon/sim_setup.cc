@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "daemon/memory_estimate.h"
+#include "sim/max_gossip.h"
 #include "training/data_loader.h"
 #include "training/model_factory.h"
 #include "training/partition.h"
@@ -112,6 +113,30 @@ void cutToNode(SimProblem& p, const OneNode& only) {
     if (!p.test->targets.empty()) p.test->targets.resize(only.test_rows);
   }
 }
+
+// algorithm.lr_auto: each initial node bounds the smoothness of its own shard, the nodes agree on the
+// largest bound by max-gossip over the round-0 graph (as daemons would: only neighbours' numbers are
+// read), and every node takes the step of that bound. A node joining later adopts the agreed step.
+AutoStep agreeOnStep(const Config& c, const SimProblem& p) {
+  const std::uint32_t n = c.cluster.nodes;
+  std::vector<PeerId> ids(n);
+  std::iota(ids.begin(), ids.end(), PeerId{0});
+  const topology::Graph g = topology::buildGraph(ids, p.setup.topology);
+  std::vector<training::Smoothness> bound(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto s = training::smoothness(*p.model, p.train, p.setup.partition.at(i));
+    GOSSIP_CHECK(s.has_value(), "lr_auto was validated against model.kind");
+    bound[i] = *s;
+  }
+  AutoStep a;
+  a.gossip_rounds = sim::agreeByMaxGossip(g, bound, training::largest);
+  a.agreed = bound.front();
+  for (const auto& b : bound)
+    GOSSIP_CHECK(b == a.agreed, "max-gossip ended without agreement (disconnected graph?)");
+  a.lr = training::autoStep(a.agreed, c.algorithm.estimator);
+  a.nodes = n;
+  return a;
+}
 }  // namespace
 
 std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only) {
@@ -212,10 +237,19 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   s.algorithm.beta = c.compressor_beta;
   s.compressor = p->compressor.get();
   s.estimator = {.kind = c.algorithm.estimator, .batch = c.algorithm.batch, .lsvrg_p = c.algorithm.lsvrg_p};
-  s.lr = lrSchedule(c.algorithm);
+  s.topology = topologyParams(c.cluster);
+  if (c.algorithm.lr_auto) {
+    if (only)
+      throw ConfigError("algorithm.lr_auto works in gossipd sim only: the daemons cannot agree on a step yet; give algorithm.lr");
+    p->auto_step = agreeOnStep(c, *p);
+    AlgorithmConfig a = c.algorithm;
+    a.lr = p->auto_step->lr;
+    s.lr = lrSchedule(a);
+  } else {
+    s.lr = lrSchedule(c.algorithm);
+  }
   s.local = localSchedule(c.algorithm);
   s.initial_nodes = c.cluster.nodes;
-  s.topology = topologyParams(c.cluster);
   s.weights = weightRule(c.cluster);
   s.drop = c.faults.drop;
   for (const auto& e : c.faults.crash) s.crashes.push_back({e.node, e.round});

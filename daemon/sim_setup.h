@@ -10,8 +10,17 @@
 #include "sim/simulator.h"
 #include "training/dataset.h"
 #include "training/model.h"
+#include "training/smoothness.h"
 
 namespace gossip::daemon {
+
+// algorithm.lr_auto: what the nodes agreed on and the step it gave.
+struct AutoStep {
+  training::Smoothness agreed;  // the largest over the initial nodes
+  double lr = 0.0;
+  unsigned gossip_rounds = 0;   // max-gossip rounds until no node's value changed
+  std::size_t nodes = 0;
+};
 
 struct SimProblem {
   training::Dataset train;
@@ -19,6 +28,7 @@ struct SimProblem {
   std::unique_ptr<training::Model> model;
   std::unique_ptr<compress::Compressor> compressor;
   sim::SimSetup setup;  // points into the members above
+  std::optional<AutoStep> auto_step;
 };
 
 // What one daemon keeps: its own training rows and the head of the test set it evaluates on.

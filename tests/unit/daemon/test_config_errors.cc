@@ -126,6 +126,13 @@ TEST_CASE("rules that relate several keys") {
              "algorithm.local_steps must be 1 with a fixed schedule when trainer.mode = 'gradient'");
   CHECK(errorOf("", {"trainer.enable=true", "algorithm.local_steps=2"}).empty());
   checkFails("", {"trainer.mode=gradients"}, "trainer.mode");
+  // The automatic step needs a curvature bound (linear models) and the data in the daemon's hands.
+  checkFails("", {"algorithm.lr_auto=true", "model.kind=mlp"},
+             "algorithm.lr_auto needs model.kind = 'logistic', 'softmax' or 'least_squares' (no smoothness bound is known for 'mlp')");
+  for (const char* kind : {"logistic", "softmax", "least_squares"})
+    CHECK(errorOf("", {"algorithm.lr_auto=true", std::string("model.kind=") + kind}).empty());
+  checkFails("", {"algorithm.lr_auto=true", "trainer.enable=true"}, "algorithm.lr_auto cannot be used with trainer.enable");
+  checkFails("", {"algorithm.lr_auto=yes"}, "algorithm.lr_auto");
   checkFails("", {"trainer.idle_timeout_ms=10"}, "trainer.idle_timeout_ms");
 }
 
