@@ -24,6 +24,7 @@
 #include "daemon/cluster_status.h"
 #include "daemon/cluster_view.h"
 #include "daemon/dashboard.h"
+#include "daemon/drift_watch.h"
 #include "daemon/http_address.h"
 #include "daemon/http_server.h"
 #include "daemon/metrics.h"
@@ -139,6 +140,7 @@ struct NodeRuntime::Impl {
   double accuracy = -1;
   double lastLoss = 0;
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
+  DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/drift_watch.h)
   std::uint64_t membershipBytes = 0;
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
   std::map<std::string, std::uint64_t> membershipRejected;
@@ -693,6 +695,10 @@ struct NodeRuntime::Impl {
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
     lastDisagreement = e.node().disagreement();
+    if (const auto w = drift.afterRound(t + 1, lastDisagreement, e.node().algorithm().x())) {
+      std::printf("node %u: warning: %s\n", id, w->c_str());
+      std::fflush(stdout);
+    }
     afterRound(t + 1);
     progressed = true;
     return true;
@@ -806,6 +812,7 @@ struct NodeRuntime::Impl {
                      {"rounds", c.algorithm.rounds},
                      {"loss", lastLoss},
                      {"disagreement", std::isfinite(lastDisagreement) ? nlohmann::json(lastDisagreement) : nlohmann::json(nullptr)},
+                     {"drift_warning", drift.warning().empty() ? nlohmann::json(nullptr) : nlohmann::json(drift.warning())},
                      {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
                      {"alive", membership->alive().size()},
                      {"neighbors", engine->links().size()},
