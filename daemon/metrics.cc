@@ -116,6 +116,17 @@ std::string renderMetrics(const NodeMetrics& m) {
              "|| y_i - sum_j w_ij y_j ||_2 in the last mixed round, over the values the algorithm mixes (the model for "
              "D-PSGD; compressed sketches or public replicas for the others: docs/monitoring.md).")
         .sample(*m.disagreement);
+  w.family("gossipd_drift_warning", "gauge",
+           "1 once the node warned that its training looks unstable (drift_warning in status.json), else 0.")
+      .sample(u(m.drift_warning));
+  if (m.trainer) {
+    w.family("gossipd_trainer_state", "gauge", "trainer.enable: 1 for the trainer bridge's current state, 0 for the others.");
+    for (auto s : kTrainerStates) w.sample(u(m.trainer->state == s), {{"state", s}});
+    w.family("gossipd_trainer_rounds_total", "counter", "Rounds begun from the trainer's requests.").sample(m.trainer->rounds);
+    w.family("gossipd_trainer_copy_seconds_total", "counter",
+             "Seconds in the trainer bridge's shared-memory reads and writes, conversions included.")
+        .sample(m.trainer->copy_seconds);
+  }
   w.family("gossipd_alive_members", "gauge", "Members in this node's alive view (alive or suspect), itself included.")
       .sample(m.alive_members);
   w.family("gossipd_neighbors", "gauge", "Edges of this node in the current graph (agreed or being agreed).")

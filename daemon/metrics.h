@@ -86,7 +86,18 @@ struct NodeMetrics {
   std::optional<double> checkpoint_age_seconds;  // only once this process wrote a checkpoint
   std::uint64_t last_checkpoint_round = 0;
   double uptime_seconds = 0;
+  bool drift_warning = false;  // daemon/drift_watch.h gave its warning
+  // trainer.enable only (docs/trainer.md): the bridge's state, rounds begun from the trainer's requests,
+  // and the time in its shared-memory copies.
+  struct Trainer {
+    std::string state;  // one of kTrainerStates
+    std::uint64_t rounds = 0;
+    double copy_seconds = 0;
+  };
+  std::optional<Trainer> trainer;
 };
+
+inline constexpr std::string_view kTrainerStates[] = {"attached", "detached", "none"};
 
 // The states gossipd_state is written for (one series each, 1 for the current one).
 inline constexpr std::string_view kNodeStates[] = {"joining", "syncing", "training", "stopped", "done"};

@@ -858,6 +858,10 @@ struct NodeRuntime::Impl {
     m.train_loss = lastLoss;
     if (accuracy >= 0) m.test_accuracy = accuracy;
     if (std::isfinite(lastDisagreement)) m.disagreement = lastDisagreement;
+    m.drift_warning = !drift.warning().empty();
+    if (bridge)
+      m.trainer = NodeMetrics::Trainer{bridge->stateName(now), bridge->stats().rounds_served,
+                                       static_cast<double>(bridge->stats().copy_ns) * 1e-9};
     m.alive_members = membership->alive().size();
     m.neighbors = engine->links().size();
     for (const auto& [peer, l] : traffic.byPeer)

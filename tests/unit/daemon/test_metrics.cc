@@ -63,6 +63,7 @@ NodeMetrics example(const Histogram* h) {
   m.members = {{"1", true, false, 0.125}, {"2", true, true, 1.5}, {"5", false, false, std::nullopt}};
   m.round_duration = h;
   m.checkpoint_age_seconds = 3.5;
+  m.trainer = NodeMetrics::Trainer{"attached", 40, 0.25};
   return m;
 }
 
@@ -122,11 +123,27 @@ TEST_CASE("metrics that do not exist yet are left out, not written as zero") {
   m.test_accuracy.reset();
   m.compression_ratio.reset();
   m.checkpoint_age_seconds.reset();
+  m.trainer.reset();
   const std::string text = renderMetrics(m);
   CHECK(text.find("gossipd_test_accuracy_ratio") == std::string::npos);
   CHECK(text.find("gossipd_compression_ratio") == std::string::npos);
   CHECK(text.find("gossipd_checkpoint_age_seconds") == std::string::npos);
   CHECK(text.find("gossipd_round_duration_seconds") == std::string::npos);
+  CHECK(text.find("gossipd_trainer_") == std::string::npos);  // no trainer.enable: no trainer families
+  CHECK(text.find("gossipd_drift_warning 0\n") != std::string::npos);
+}
+
+TEST_CASE("the trainer bridge's state, rounds and copy time, and the drift warning") {
+  NodeMetrics m = example(nullptr);
+  m.drift_warning = true;
+  m.trainer = NodeMetrics::Trainer{"detached", 17, 0.5};
+  const std::string text = renderMetrics(m);
+  CHECK(text.find("gossipd_drift_warning 1\n") != std::string::npos);
+  CHECK(text.find("gossipd_trainer_state{state=\"attached\"} 0\n") != std::string::npos);
+  CHECK(text.find("gossipd_trainer_state{state=\"detached\"} 1\n") != std::string::npos);
+  CHECK(text.find("gossipd_trainer_state{state=\"none\"} 0\n") != std::string::npos);
+  CHECK(text.find("gossipd_trainer_rounds_total 17\n") != std::string::npos);
+  CHECK(text.find("gossipd_trainer_copy_seconds_total 0.5\n") != std::string::npos);
 }
 
 TEST_CASE("histogram buckets are cumulative, end in +Inf and agree with _count and _sum") {
