@@ -95,6 +95,23 @@
     return ds;
   }
 
+  // Bytes sent by each node id over all its lives. A restarted node counts from 0 again, and a node gone
+  // from the view takes its summary along; without this the cluster total dropped at every restart. A
+  // count lower than the last one seen is a new life: the last one's count is kept in `earlier`.
+  const sentById = new Map();  // id -> { current, earlier }
+  function totalSent(members) {
+    for (const m of members) {
+      if (!m.status || !isNum(m.status.bytes_sent)) continue;
+      const e = sentById.get(m.id) || { current: 0, earlier: 0 };
+      if (m.status.bytes_sent < e.current) e.earlier += e.current;
+      e.current = m.status.bytes_sent;
+      sentById.set(m.id, e);
+    }
+    let sum = 0;
+    for (const e of sentById.values()) sum += e.earlier + e.current;
+    return sum;
+  }
+
   function updateCharts(c) {
     const ids = new Set(c.members.map((m) => m.id));
     for (const k of PER_NODE) {
@@ -118,7 +135,8 @@
     // Traffic: every member with a summary (a dead node's bytes were still sent); ratios only once known.
     const all = c.members.filter((m) => m.status).map((m) => m.status);
     const t = isNum(c.time_ms) ? c.time_ms : Date.now();
-    if (all.length) push(charts.bytes.data.datasets[0].data, t, all.reduce((a, s) => a + (isNum(s.bytes_sent) ? s.bytes_sent : 0), 0) / 1e6, false);
+    const sent = totalSent(c.members);
+    if (all.length) push(charts.bytes.data.datasets[0].data, t, sent / 1e6, false);
     push(charts.ratio.data.datasets[0].data, t, mean(all.map((s) => s.compression_ratio).filter((v) => isNum(v) && v > 0)), false);
     for (const chart of Object.values(charts)) chart.update('none');
     return { meanRound, rps: mean(sts.map((s) => s.rounds_per_second).filter(isNum)) };

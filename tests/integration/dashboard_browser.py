@@ -247,6 +247,15 @@ def scenario(page, url, n, victim, kill, disconnect, reconnect=None, screenshot=
         page.wait("the header to count %d of %d alive again" % (n, n),
                   "return document.getElementById('alive').textContent.startsWith('%d of %d')" % (n, n), 30)
         print("ok: node %d shown alive again %.1f s after its restart (process start included)" % (victim, time.monotonic() - t0))
+        # Its new life counts its bytes from 0: the cluster's total must not drop (it did before the
+        # dashboard kept each node's earlier lives).
+        grown = page.js("return Chart.getChart('bytes').data.datasets[0].data.length") + 5
+        page.wait("5 more points on the bytes-sent curve", "return Chart.getChart('bytes').data.datasets[0].data.length >= %d" % grown, 60)
+        drops = page.js("""const d = Chart.getChart('bytes').data.datasets[0].data;
+            return d.map((p, i) => i && p.y < d[i - 1].y ? [d[i - 1].y, p.y] : null).filter(x => x)""")
+        if drops:
+            fail("the bytes-sent total dropped after node %d restarted (MB before, after): %s" % (victim, drops))
+        print("ok: the bytes-sent total never dropped across the restart")
         shoot(page, artefacts, "3-node-%d-back.png" % victim)
     if screenshot:
         # The whole page in one picture: the viewport made as tall as the page (measured again once the
