@@ -200,6 +200,35 @@ def pytorch_table(suffix=""):
               f"{100 * (r['node_accuracy_mean'] - ddp_acc):+.2f} points | {mb:,.1f} | {ddp_mb / mb:.0f}× |")
 
 
+def auto_table():
+    """algorithm.lr_auto (scripts/run_results.sh auto) against §1's hand-picked steps where there is one."""
+    def first_below(r, level=1e-8):
+        return next((x["round"] for x in r["records"] if x.get("rel_error", 1) <= level), None)
+    rows = [("auto_exact_full", "§1 L1 logistic, full gradient", "exact_prox_lead_full"),
+            ("auto_exact_lsvrg", "§1 L1 logistic, LSVRG batch 1", "exact_prox_lead_lsvrg"),
+            ("auto_exact_saga", "§1 L1 logistic, SAGA batch 1", "exact_prox_lead_saga"),
+            ("auto_smooth_lead", "§1 smooth logistic (LEAD), full gradient", "smooth_lead"),
+            ("auto_csv_breast_cancer", "breast cancer CSV (569 × 30), L1 logistic, full gradient", None),
+            ("auto_csv_wine", "wine CSV (178 × 13, 3 classes), L1 softmax, full gradient", None)]
+    print("| problem | agreed L: objective / per sample | automatic lr | rel. error at the end (round) | "
+          "first round ≤ 1e-8 | hand-picked lr: first round ≤ 1e-8 |")
+    print("|---|---|---|---|---|---|")
+    for name, label, hand in rows:
+        r = load(name)
+        if not r:
+            continue
+        a, last = r["lr_auto"], r["records"][-1]
+        h = load(hand) if hand else None
+        hand_cell = "-"
+        if h:
+            lr = h["config"]["algorithm"]["lr"]
+            f = first_below(h)
+            hand_cell = f"{lr:g}: {f:,}" if f else f"{lr:g}: not within {h['records'][-1]['round']:,}"
+        f = first_below(r)
+        print(f"| {label} | {a['L_full']:.3g} / {a['L_sample']:.3g} | {a['lr']:.4g} | {last['rel_error']:.1e} "
+              f"({last['round']:,}) | {f'{f:,}' if f else 'not reached'} | {hand_cell} |")
+
+
 def bridge_table():
     b = load("trainer_bridge")
     if not b:
@@ -312,7 +341,9 @@ SECTIONS = {
     "TABLE_CURVE": curve_table,
     "TABLE_NODES": nodes_table,
     "TABLE_PYTORCH": pytorch_table,
+    "TABLE_COSINE_PYTORCH": lambda: pytorch_table("_cosine"),
     "TABLE_BRIDGE": bridge_table,
+    "TABLE_AUTO": auto_table,
     "TABLE_CNN_TTA": cnn_tta_table,
     "TABLE_GAMMA": gamma_table,
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
-#   make build && scripts/run_results.sh [section...]     (sections: exact churn fmnist mlp scale nodes; default all)
+#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes; default all)
 # RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
@@ -10,13 +10,13 @@ OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(exact churn fmnist mlp scale nodes)
+[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes)
 
-run() {  # run NAME CONFIG [--set ...]
+run() {  # run NAME CONFIG [--set ...]   (CONFIG "" : the defaults and the --set lines only)
   local name=$1 config=$2
   shift 2
   echo "== $name"
-  "$G" sim --config "$config" "$@" --out "$OUT/$name.json" 2>&1 | tail -n 2
+  "$G" sim ${config:+--config "$config"} "$@" --out "$OUT/$name.json" 2>&1 | grep -v '^round ' | tail -n 3
 }
 
 for s in "${sections[@]}"; do
@@ -36,6 +36,22 @@ for s in "${sections[@]}"; do
     $PLOT "$OUT"/smooth_{nids,lead,dpsgd,choco,deepsqueeze}.json -o "$OUT/smooth.png" --title "smooth logistic, 8-node ring"
     $PLOT "$OUT"/exact_prox_lead_{full,lsvrg,saga,sgd}.json -o "$OUT/exact_prox_lead.png" \
       --labels "full gradient" LSVRG SAGA SGD --title "Prox-LEAD 2-bit, L1 logistic, 8-node ring"
+    ;;
+  auto)  # algorithm.lr_auto: Prox-LEAD 2-bit with no lr on §1's problems and on CSV sets it was never tuned on
+    E=experiments/exact_l1.toml
+    A=(--set algorithm.lr_auto=true --set sim.eval_every=250)
+    run auto_exact_full "$E" "${A[@]}" --set algorithm.rounds=3000
+    run auto_exact_lsvrg "$E" "${A[@]}" --set algorithm.estimator=lsvrg --set algorithm.batch=1 --set algorithm.rounds=20000 --set sim.eval_every=1000
+    run auto_exact_saga "$E" "${A[@]}" --set algorithm.estimator=saga --set algorithm.batch=1 --set algorithm.rounds=20000 --set sim.eval_every=1000
+    run auto_smooth_lead "$E" "${A[@]}" --set model.l1=0 --set algorithm.name=lead --set algorithm.rounds=3000
+    SK=/usr/lib/python3/dist-packages/sklearn/datasets/data  # Debian's python3-sklearn ships these CSVs
+    [ -f "$SK/breast_cancer.csv" ] || { echo "auto: apt-get install python3-sklearn for its CSV data sets" >&2; exit 1; }
+    C=(--set data.format=csv --set data.header=true --set data.label_column=-1 --set data.scaling=standardize
+       --set model.l1=0.005 --set model.l2=0.01 --set cluster.nodes=8 --set cluster.topology=ring
+       --set algorithm.name=prox_lead --set compressor.name=lead --set compressor.bits=2 --set algorithm.estimator=full
+       --set algorithm.alpha=0.5 --set algorithm.gamma=1.0 --set algorithm.rounds=10000 --set sim.eval_every=500)
+    run auto_csv_breast_cancer "" "${A[@]}" "${C[@]}" --set data.train=$SK/breast_cancer.csv --set model.kind=logistic
+    run auto_csv_wine "" "${A[@]}" "${C[@]}" --set data.train=$SK/wine_data.csv --set model.kind=softmax
     ;;
   churn)
     E=experiments/exact_l1.toml
