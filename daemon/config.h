@@ -89,7 +89,7 @@ struct ClusterConfig {
 struct AlgorithmConfig {
   std::string name = "dpsgd";
   double lr = 0.1;                      // eta_0 of the step-size schedule (lrSchedule())
-  // sim only: eta_0 from the data instead of lr, 1/L (full gradient) or 1/(3 L_sample), L the largest
+  // eta_0 from the data instead of lr, 1/L (full gradient) or 1/(3 L_sample), L the largest
   // over the nodes, agreed by max-gossip (training/smoothness.h, daemon/sim_setup.cc).
   bool lr_auto = false;
   std::string lr_schedule = "constant";

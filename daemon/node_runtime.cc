@@ -39,6 +39,7 @@
 #include "peer/membership.h"
 #include "peer/zmq_transport.h"
 #include "sim/simulator.h"
+#include "training/smoothness.h"
 
 namespace gossip::daemon {
 namespace fs = std::filesystem;
@@ -246,6 +247,13 @@ struct NodeRuntime::Impl {
     pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
     const OneNode only{.id = id, .test_rows = c.monitor.eval_test_max, .keep_test = c.monitor.eval_every > 0};
     problem = buildSimProblem(pc, &only);
+    if (const auto& a = problem->auto_step) {
+      // Every daemon computes the same number from the shared data (daemon/sim_setup.cc, agreeOnStep).
+      std::printf("node %u: automatic step lr = %.6g (%s; the largest L over the %zu nodes' shards: %.6g for the "
+                  "whole local objective, %.6g per sample)\n",
+                  id, a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
+      std::fflush(stdout);
+    }
     if (problem->test) evalSet = std::move(*problem->test);
     problem->test.reset();
     problem->setup.test = nullptr;

@@ -115,8 +115,13 @@ void cutToNode(SimProblem& p, const OneNode& only) {
 }
 
 // algorithm.lr_auto: each initial node bounds the smoothness of its own shard, the nodes agree on the
-// largest bound by max-gossip over the round-0 graph (as daemons would: only neighbours' numbers are
-// read), and every node takes the step of that bound. A node joining later adopts the agreed step.
+// largest bound by max-gossip over the round-0 graph (only neighbours' numbers are read), and every node
+// takes the step of that bound. A node joining later adopts the agreed step.
+// A daemon runs the same function on the whole training set before it keeps its own rows: its shard, like
+// every other node's, is a pure function of the config and the files every node reads (partition seed,
+// scaling fitted on all rows), so each daemon computes every node's bound and all end with the same step,
+// bit for bit the simulator's, without a message. Data that only its node can read would need the
+// max-gossip to run over the wire; that is not built.
 AutoStep agreeOnStep(const Config& c, const SimProblem& p) {
   const std::uint32_t n = c.cluster.nodes;
   std::vector<PeerId> ids(n);
@@ -143,6 +148,9 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   auto p = std::make_unique<SimProblem>();
   std::size_t totalRows = 0;  // training rows of the whole problem (the node's shard may be all we hold)
   PeerId maxId = c.cluster.nodes - 1;
+  // With lr_auto a daemon loads every node's rows first (the step needs every shard's bound) and keeps
+  // its own after agreeOnStep.
+  const bool cutLate = only != nullptr && c.algorithm.lr_auto;
   for (const auto& j : c.faults.join) maxId = std::max(maxId, j.node);
   const int shards = static_cast<int>(maxId) + 1;
 
@@ -162,7 +170,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
     p->train = std::move(all);
     p->setup.partition = std::move(partition);
     totalRows = p->train.samples();
-    if (only) cutToNode(*p, *only);
+    if (only && !cutLate) cutToNode(*p, *only);
   } else {
     training::DataSpec spec;
     spec.format = c.data.format;
@@ -180,8 +188,8 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
     if (c.data.train.find(kNodePlaceholder) != std::string::npos) {
       loadNodeFiles(spec, shards, *p);
       totalRows = p->train.samples();
-      if (only) cutToNode(*p, *only);
-    } else if (only) {
+      if (only && !cutLate) cutToNode(*p, *only);
+    } else if (only && !cutLate) {
       if (!only->keep_test) spec.test.clear();
       training::Partition partition;
       auto loaded = training::loadDatasetRows(
@@ -239,9 +247,11 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   s.estimator = {.kind = c.algorithm.estimator, .batch = c.algorithm.batch, .lsvrg_p = c.algorithm.lsvrg_p};
   s.topology = topologyParams(c.cluster);
   if (c.algorithm.lr_auto) {
-    if (only)
-      throw ConfigError("algorithm.lr_auto works in gossipd sim only: the daemons cannot agree on a step yet; give algorithm.lr");
     p->auto_step = agreeOnStep(c, *p);
+    if (cutLate) {
+      cutToNode(*p, *only);
+      s.test = p->test ? &*p->test : nullptr;  // the cut may have dropped the test set
+    }
     AlgorithmConfig a = c.algorithm;
     a.lr = p->auto_step->lr;
     s.lr = lrSchedule(a);

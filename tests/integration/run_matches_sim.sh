@@ -3,7 +3,9 @@
 # configuration (full gradients), end with models bit-identical to `gossipd sim` with the same config:
 # CHOCO with top-k and Prox-LEAD with the 2-bit LEAD quantizer on synthetic data, and CHOCO on
 # Fashion-MNIST (IDX, standardized, Dirichlet shards), where each daemon streams only its own rows; and
-# CHOCO whose last 20 rounds are the final consensus phase (algorithm.final_consensus_rounds).
+# CHOCO whose last 20 rounds are the final consensus phase (algorithm.final_consensus_rounds); and Prox-LEAD
+# on Fashion-MNIST with algorithm.lr_auto, where each daemon computes the step from every node's shard and
+# must print the simulator's step and end with its models.
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 N=8
@@ -14,9 +16,10 @@ FMNIST=/usr/share/datasets/fashion-mnist
 idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz --set data.max_train=1600
      --set data.scaling=standardize --set data.partition=dirichlet --set data.dirichlet_alpha=0.5
      --set model.kind=softmax --set algorithm.rounds=20)
-for case in "choco topk synthetic 0" "prox_lead lead synthetic 0" "choco topk idx 0" "choco topk synthetic 20"; do
-  read -r algo comp data consensus <<<"$case"
-  extra=(--set algorithm.final_consensus_rounds=$consensus)
+for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "choco topk idx 0 false" \
+            "choco topk synthetic 20 false" "prox_lead lead idx 0 true"; do
+  read -r algo comp data consensus auto <<<"$case"
+  extra=(--set algorithm.final_consensus_rounds=$consensus --set algorithm.lr_auto=$auto)
   [ "$data" = idx ] && extra+=("${idx[@]}")
   args=("${common[@]}" "${extra[@]}" --set algorithm.name=$algo --set compressor.name=$comp --set compressor.ratio=0.2
         --set algorithm.gamma=$([ $algo = choco ] && echo 0.4 || echo 1.0) --set model.l1=$([ $algo = prox_lead ] && echo 0.001 || echo 0))
@@ -28,5 +31,11 @@ for case in "choco topk synthetic 0" "prox_lead lead synthetic 0" "choco topk id
     cmp -s "$WORK/node-$i/model.npy" "$WORK/sim/node-$i/model.npy" ||
       fail "$algo: node $i's model differs from the simulator's"
   done
-  echo "ok: $algo + $comp on $data data (final consensus rounds: $consensus), $N daemons, models bit-identical to gossipd sim"
+  if [ "$auto" = true ]; then
+    want=$(grep -o 'automatic step lr = [^ ]*' "$WORK/sim.log") || fail "sim printed no automatic step: $(tail -2 "$WORK/sim.log")"
+    for ((i = 0; i < N; i++)); do
+      grep -q "node $i: $want " "$WORK/node-$i/log" || fail "node $i did not print the simulator's '$want': $(grep -h 'automatic step' "$WORK/node-$i/log")"
+    done
+  fi
+  echo "ok: $algo + $comp on $data data (final consensus rounds: $consensus, lr_auto: $auto), $N daemons, models bit-identical to gossipd sim"
 done

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # algorithm.lr_auto (docs/algorithms.md, "Automatic step size"): with no lr given, Prox-LEAD with the 2-bit
 # quantizer reaches the centralized optimum to 1e-8 on the exactness problem of results §1 and on a CSV data
-# set whose features are 25x larger, where the hand-picked step of §1 (0.3) diverges; `gossipd run` refuses
-# the key with one line.
+# set whose features are 25x larger, where the hand-picked step of §1 (0.3) diverges. (`gossipd run` with
+# lr_auto: tests/integration/run_matches_sim.sh.)
 set -eu
 GOSSIPD=$1
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,12 +56,3 @@ fi
 e=$(last_error "$TMP/auto.json")
 below "$e" 1e-8 || fail "CSV with lr_auto: rel_error $e, expected <= 1e-8 ($(grep 'automatic step' "$TMP/auto.err"))"
 echo "ok: x25 CSV, lr 0.3 diverges, lr_auto reaches rel_error $e"
-
-# 3. The daemon cannot agree on a step yet: one line, non-zero exit, before anything starts.
-rc=0
-out=$("$GOSSIPD" run --config "$ROOT/experiments/exact_l1.toml" --set algorithm.lr_auto=true --set node.data_dir="$TMP/d" \
-      --set node.listen=tcp://127.0.0.1:0 2>&1) || rc=$?
-[ "$rc" != 0 ] || fail "gossipd run accepted algorithm.lr_auto"
-[ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "expected one line from gossipd run, got: $out"
-printf '%s\n' "$out" | grep -q "algorithm.lr_auto works in gossipd sim only" || fail "unexpected message: $out"
-echo "ok: gossipd run refuses algorithm.lr_auto with one line"
