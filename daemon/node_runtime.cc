@@ -122,7 +122,13 @@ struct NodeRuntime::Impl {
   fs::path dir;
   Incarnation incarnation = 0;
   std::unique_ptr<SimProblem> problem;
-  std::optional<training::Dataset> evalSet;
+  // The periodic evaluations use the first monitor.eval_test_max test rows (cheap, every eval_every
+  // rounds); the last round's model is evaluated once on the whole test set, the number a user of this
+  // node's model gets (issue 12: the head alone made single nodes look better or worse than they are).
+  std::optional<training::Dataset> evalSet;   // the head, when it is shorter than the whole set
+  std::optional<training::Dataset> fullTest;  // the whole test set
+  const training::Dataset* periodicSet() const { return evalSet ? &*evalSet : fullTest ? &*fullTest : nullptr; }
+  std::size_t accuracySamples = 0;  // test rows behind `accuracy`
   std::unique_ptr<peer::ZmqTransport> zmq;
   std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/advertise.h)
   std::unique_ptr<EngineTransport> etransport;
@@ -245,7 +251,7 @@ struct NodeRuntime::Impl {
     // (IDX files are streamed: the whole training set is never in memory).
     Config pc = c;
     pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
-    const OneNode only{.id = id, .test_rows = c.monitor.eval_test_max, .keep_test = c.monitor.eval_every > 0};
+    const OneNode only{.id = id, .test_rows = 0, .keep_test = c.monitor.eval_every > 0};
     problem = buildSimProblem(pc, &only);
     if (const auto& a = problem->auto_step) {
       // Every daemon computes the same number from the shared data (daemon/sim_setup.cc, agreeOnStep).
@@ -254,7 +260,16 @@ struct NodeRuntime::Impl {
                   id, a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
       std::fflush(stdout);
     }
-    if (problem->test) evalSet = std::move(*problem->test);
+    if (problem->test) {
+      fullTest = std::move(*problem->test);
+      const std::size_t head = c.monitor.eval_test_max;
+      if (head != 0 && head < fullTest->samples()) {
+        evalSet = *fullTest;
+        evalSet->X.conservativeResize(static_cast<Eigen::Index>(head), Eigen::NoChange);
+        evalSet->y.resize(std::min(evalSet->y.size(), head));
+        if (!evalSet->targets.empty()) evalSet->targets.resize(head);
+      }
+    }
     problem->test.reset();
     problem->setup.test = nullptr;
   }
@@ -757,8 +772,10 @@ struct NodeRuntime::Impl {
   bool progressed = false;
 
   void afterRound(Round done) {
-    if (c.monitor.eval_every && evalSet && done % c.monitor.eval_every == 0)
-      accuracy = problem->model->accuracy(engine->node().algorithm().x(), *evalSet);
+    if (c.monitor.eval_every && periodicSet() && done % c.monitor.eval_every == 0) {
+      accuracy = problem->model->accuracy(engine->node().algorithm().x(), *periodicSet());
+      accuracySamples = periodicSet()->samples();
+    }
     if (c.node.checkpoint_every && done % c.node.checkpoint_every == 0) checkpoint(done);
   }
 
@@ -822,6 +839,7 @@ struct NodeRuntime::Impl {
                      {"disagreement", std::isfinite(lastDisagreement) ? nlohmann::json(lastDisagreement) : nlohmann::json(nullptr)},
                      {"drift_warning", drift.warning().empty() ? nlohmann::json(nullptr) : nlohmann::json(drift.warning())},
                      {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
+                     {"accuracy_samples", accuracy >= 0 && accuracySamples ? nlohmann::json(accuracySamples) : nlohmann::json(nullptr)},
                      {"alive", membership->alive().size()},
                      {"neighbors", engine->links().size()},
                      {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes},
@@ -1000,7 +1018,10 @@ struct NodeRuntime::Impl {
       pumpIncoming(now);
       if (bridge) {
         bridge->poll(now, &engine->node().algorithm().x(), engine->nextRound());
-        if (std::isfinite(bridge->reportedAccuracy())) accuracy = bridge->reportedAccuracy();
+        if (std::isfinite(bridge->reportedAccuracy())) {
+          accuracy = bridge->reportedAccuracy();
+          accuracySamples = 0;  // the trainer's own test set, of a size it does not report
+        }
       }
       // A broken connection (the peer's process died, or its host stopped answering TCP keepalives) is a
       // reason to probe it now, not to wait for its turn in the probe round: a suspicion, never a death.
@@ -1029,6 +1050,10 @@ struct NodeRuntime::Impl {
             if (bridge) bridge->setDone(engine->nextRound());
             phase = Phase::Finishing;
             state = gStop ? "stopped" : "done";
+            if (state == "done" && fullTest) {
+              accuracy = problem->model->accuracy(engine->node().algorithm().x(), *fullTest);
+              accuracySamples = fullTest->samples();
+            }
             checkpoint(engine->nextRound());
             finishDeadline = now + 2 * c.cluster.link_timeout_ms + c.algorithm.round_timeout_ms;
             std::printf("node %u: %s at round %llu; waiting for neighbours to acknowledge the last frames\n", id,
@@ -1077,7 +1102,9 @@ struct NodeRuntime::Impl {
     const auto& st = engine->stats();
     std::printf("node %u: %s at round %llu, loss %.4f%s, sent %.2f MB\n", id, state.c_str(),
                 static_cast<unsigned long long>(engine->nextRound()), lastLoss,
-                accuracy >= 0 ? (", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%").c_str() : "",
+                accuracy >= 0 ? (", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
+                                 (accuracySamples ? " (" + std::to_string(accuracySamples) + " test samples)" : "")).c_str()
+                              : "",
                 static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6);
     std::fflush(stdout);
     return 0;

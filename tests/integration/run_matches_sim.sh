@@ -5,7 +5,9 @@
 # Fashion-MNIST (IDX, standardized, Dirichlet shards), where each daemon streams only its own rows; and
 # CHOCO whose last 20 rounds are the final consensus phase (algorithm.final_consensus_rounds); and Prox-LEAD
 # on Fashion-MNIST with algorithm.lr_auto, where each daemon computes the step from every node's shard and
-# must print the simulator's step and end with its models.
+# must print the simulator's step and end with its models. That case also evaluates (monitor.eval_every, on
+# the first 500 test images): each daemon's final accuracy must be its last model's on all 10,000 test
+# images, the number the simulator reports for that node.
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 N=8
@@ -20,13 +22,16 @@ for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "c
             "choco topk synthetic 20 false" "prox_lead lead idx 0 true"; do
   read -r algo comp data consensus auto <<<"$case"
   extra=(--set algorithm.final_consensus_rounds=$consensus --set algorithm.lr_auto=$auto)
+  [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
+                               --set monitor.eval_test_max=500 --set sim.eval_every=20)
   [ "$data" = idx ] && extra+=("${idx[@]}")
   args=("${common[@]}" "${extra[@]}" --set algorithm.name=$algo --set compressor.name=$comp --set compressor.ratio=0.2
         --set algorithm.gamma=$([ $algo = choco ] && echo 0.4 || echo 1.0) --set model.l1=$([ $algo = prox_lead ] && echo 0.001 || echo 0))
   rm -rf "$WORK"/node-* "$WORK/sim"
   start_cluster $N "${args[@]}"
   for ((i = 0; i < N; i++)); do wait_exit $i 90; done
-  "$GOSSIPD" sim "${args[@]}" --save-models "$WORK/sim" >"$WORK/sim.log" 2>&1 || fail "sim failed: $(tail -1 "$WORK/sim.log")"
+  "$GOSSIPD" sim "${args[@]}" --save-models "$WORK/sim" --out "$WORK/sim.json" >"$WORK/sim.log" 2>&1 ||
+    fail "sim failed: $(tail -1 "$WORK/sim.log")"
   for ((i = 0; i < N; i++)); do
     cmp -s "$WORK/node-$i/model.npy" "$WORK/sim/node-$i/model.npy" ||
       fail "$algo: node $i's model differs from the simulator's"
@@ -36,6 +41,20 @@ for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "c
     for ((i = 0; i < N; i++)); do
       grep -q "node $i: $want " "$WORK/node-$i/log" || fail "node $i did not print the simulator's '$want': $(grep -h 'automatic step' "$WORK/node-$i/log")"
     done
+    /usr/bin/python3 - "$WORK" $N <<'PY' || fail "the daemons' final accuracies are not the simulator's full-test-set node accuracies"
+import json, sys
+work, n = sys.argv[1], int(sys.argv[2])
+st = [json.load(open(f"{work}/node-{i}/status.json")) for i in range(n)]
+bad = [(i, s["accuracy_samples"]) for i, s in enumerate(st) if s["accuracy_samples"] != 10000]
+assert not bad, f"(node, test samples) behind the final accuracy, expected 10000: {bad}"
+acc = [s["accuracy"] for s in st]
+r = json.load(open(f"{work}/sim.json"))["records"][-1]
+want = (r["node_accuracy_min"], r["node_accuracy_max"], r["node_accuracy_mean"])
+got = (min(acc), max(acc), sum(acc) / n)
+assert all(abs(a - b) < 1e-12 for a, b in zip(got, want)), f"daemons min/max/mean {got}, simulator {want}"
+print(f"final accuracies on all 10000 test images match the simulator's nodes: min {got[0]:.4f}, max {got[1]:.4f}")
+PY
+
   fi
   echo "ok: $algo + $comp on $data data (final consensus rounds: $consensus, lr_auto: $auto), $N daemons, models bit-identical to gossipd sim"
 done
