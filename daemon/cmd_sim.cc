@@ -18,7 +18,7 @@
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
 #include "daemon/sim_setup.h"
-#include "sim/consensus_watch.h"
+#include "core/consensus_watch.h"
 #include "sim/simulator.h"
 
 namespace gossip::cmd {
@@ -155,7 +155,7 @@ int sim(std::vector<std::string> argv) {
                    a->lr, training::autoStepRule(config.algorithm.estimator), a->nodes, a->agreed.full,
                    a->agreed.sample, a->gossip_rounds);
     const Round total = config.algorithm.rounds;
-    sim::ConsensusWatch watch;
+    ConsensusWatch watch;
     records = simulator.run([&](const sim::EvalRecord& r) {
       printProgress(r, total);
       if (auto w = watch.observe(r.round, r.relative_consensus)) {

@@ -2,7 +2,7 @@
 // The daemon's drift warning (docs/monitoring.md, "Drift warning"). The simulator watches the relative
 // consensus distance mean_i ||x_i - xbar||^2 / ||xbar||^2 of the whole cluster; a daemon sees only its own
 // disagreement with its neighbours, d_i = ||y_i - sum_j w_ij y_j|| (docs/monitoring.md). So each node feeds
-// the same rule (sim::ConsensusWatch) with the local analogue: the mean of d_i^2 over a window of rounds,
+// the same rule (ConsensusWatch) with the local analogue: the mean of d_i^2 over a window of rounds,
 // divided by ||x_i||^2 at the window's end. The window smooths minibatch noise (the rule counts rises
 // between consecutive values) and costs one norm of the model per window, not per round. When a
 // consensus step diverges every node's disagreement grows with the cluster's, so every node warns.
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/types.h"
-#include "sim/consensus_watch.h"
+#include "core/consensus_watch.h"
 #include "training/dataset.h"
 
 namespace gossip::daemon {
@@ -75,7 +75,7 @@ class DriftWatch {
   // Without the early rule: the local ratio can stand above 1 in a healthy run (DeepSqueeze's d_i is
   // between compressed sketches, and ||x_i|| is small in the first rounds from a zero start); seen on 4
   // daemons, DeepSqueeze top-10%. The explosion rule below covers a blow-up from the start instead.
-  sim::ConsensusWatch watch_{3, 4.0, /*earlyRule=*/false};
+  ConsensusWatch watch_{3, 4.0, /*earlyRule=*/false};
   static constexpr std::size_t kRises = 3;
   std::vector<std::pair<Round, double>> norms_;
   std::size_t rising_ = 0;

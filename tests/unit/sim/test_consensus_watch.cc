@@ -5,9 +5,9 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/consensus_watch.h"
+#include "core/consensus_watch.h"
 
-using gossip::sim::ConsensusWatch;
+using gossip::ConsensusWatch;
 
 namespace {
 // How many warnings a run of values gives, and at which evaluation the first came (-1: none).

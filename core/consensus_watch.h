@@ -19,7 +19,7 @@
 
 #include "core/types.h"
 
-namespace gossip::sim {
+namespace gossip {
 
 class ConsensusWatch {
  public:
@@ -81,4 +81,4 @@ class ConsensusWatch {
   bool warned_ = false;
 };
 
-}  // namespace gossip::sim
+}  // namespace gossip
