@@ -71,7 +71,8 @@ struct RejectedMessage : ProtocolError {
 struct AlgorithmParams {
   std::string name = "dpsgd";  // dpsgd | deepsqueeze | choco | nids | ed | lead | prox_lead
   double eta = 1.0;            // DeepSqueeze averaging rate eta in (0,1]
-  double gamma = 1.0;          // CHOCO consensus step; LEAD/Prox-LEAD dual step gamma
+  double gamma = 1.0;          // CHOCO consensus step; LEAD/Prox-LEAD dual step gamma; 0 = the method's default
+  bool gamma_adapt = false;    // CHOCO: halve gamma when this node's relative disagreement keeps growing
   double alpha = 0.5;          // LEAD/Prox-LEAD reference update rate, identical on all nodes
   double l1 = 0.0;             // R(x) = l1 ||x||_1, applied as a proximal step with threshold lr * l1
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
@@ -139,6 +140,9 @@ class Algorithm {
   // DeepSqueeze, the public replicas x_hat for CHOCO and y_hat = h + q for ED/LEAD/Prox-LEAD. Computed from
   // values apply() has at hand (no extra message, no allocation); NaN before the first apply().
   double disagreement() const { return disagreement_; }
+
+  // CHOCO's consensus step in use (it may have been adapted, choco.h); NaN for the other methods.
+  virtual double consensusStep() const { return std::numeric_limits<double>::quiet_NaN(); }
 
  protected:
   Vec x_;

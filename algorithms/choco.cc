@@ -1,17 +1,29 @@
 #include "algorithms/choco.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "algorithms/mixing.h"
 #include "algorithms/prox.h"
 #include "training/state_io.h"
 
 namespace gossip::algo {
 namespace {
-constexpr std::uint32_t kChocoTag = serial::fourcc("CHOC");
+constexpr std::uint32_t kChocoTag = serial::fourcc("CHOC");    // before the adaptive step: no gamma saved
+constexpr std::uint32_t kChocoTagV2 = serial::fourcc("CHO2");  // + gamma and its watch
+
+// min(1, 2 delta): see choco.h.
+double defaultGamma(const compress::Compressor& c, std::size_t dim) {
+  const auto q = c.quality(static_cast<std::uint32_t>(dim));
+  const double delta = q.kind == compress::Quality::Kind::Contraction ? q.value : 1.0 / (1.0 + q.value);
+  return std::min(1.0, 2.0 * delta);
 }
+}  // namespace
 
 Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), hat_(Vec::Zero(x0.size())), scratch_(Vec::Zero(x0.size())) {
-  if (!(p.gamma > 0.0 && p.gamma <= 1.0)) throw ConfigError("algorithm.gamma must be in (0, 1] for choco");
+    : p_(p), c_(c), self_(self), hat_(Vec::Zero(x0.size())), scratch_(Vec::Zero(x0.size())),
+      gamma_(p.gamma == 0.0 ? defaultGamma(c, static_cast<std::size_t>(x0.size())) : p.gamma) {
+  if (!(gamma_ > 0.0 && gamma_ <= 1.0)) throw ConfigError("algorithm.gamma must be in (0, 1] for choco");
   x_ = x0;
 }
 
@@ -24,7 +36,7 @@ void Choco::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   lr_ = lr;
 }
 
-void Choco::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+void Choco::apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Validation pass: nothing below may throw once a replica has been touched.
   detail::validateReplicaRound("choco", c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   // First bring every replica up to date, then mix with the updated hats.
@@ -36,8 +48,22 @@ void Choco::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
     total += w;
   }
   disagreement_ = (total * hat_ - scratch_).norm();
-  x_ += p_.gamma * (scratch_ - total * hat_);
+  x_ += gamma_ * (scratch_ - total * hat_);
   proxL1(x_, lr_ * p_.l1);
+  if (p_.gamma_adapt) adaptGamma(t);
+}
+
+void Choco::adaptGamma(Round t) {
+  if (!std::isfinite(disagreement_)) return;
+  windowSum_ += disagreement_ * disagreement_;
+  if (++windowCount_ < kGammaWindow) return;
+  const double norm2 = x_.squaredNorm();
+  const double relative = norm2 > 0 ? windowSum_ / kGammaWindow / norm2 : std::nan("");
+  windowSum_ = 0;
+  windowCount_ = 0;
+  if (!watch_.observe(t, relative)) return;
+  gamma_ *= 0.5;
+  watch_ = ConsensusWatch{3, 4.0, /*earlyRule=*/false};  // judge the new step from its own fall
 }
 
 std::vector<double> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
@@ -57,9 +83,10 @@ void Choco::dropEdge(EdgeKey j) {
 
 std::vector<EdgeKey> Choco::edges() const { return detail::edgeKeys(edges_); }
 
-// x, x_hat and every replica with its key; scratch_ and lr_ are rebuilt by prepare.
+// x, x_hat and every replica with its key, then the step and its adaptation; scratch_ and lr_ are rebuilt
+// by prepare.
 void Choco::save(ByteWriter& w) const {
-  serial::putTag(w, kChocoTag);
+  serial::putTag(w, kChocoTagV2);
   training::putVec(w, x_);
   training::putVec(w, hat_);
   w.put<std::uint64_t>(edges_.size());
@@ -68,10 +95,15 @@ void Choco::save(ByteWriter& w) const {
     w.put<std::uint64_t>(e.incarnation);
     training::putVec(w, e.hat);
   }
+  w.put<double>(gamma_);
+  w.put<double>(windowSum_);
+  w.put<std::uint32_t>(windowCount_);
+  watch_.save(w);
 }
 
 void Choco::load(ByteReader& r) {
-  serial::expectTag(r, kChocoTag, "choco state");
+  const auto tag = r.get<std::uint32_t>();
+  if (tag != kChocoTag && tag != kChocoTagV2) throw DecodeError("choco state: bad tag");
   const auto n = x_.size();
   Vec x(n), hat(n);
   training::getVecInto(r, x, "choco x");
@@ -86,9 +118,24 @@ void Choco::load(ByteReader& r) {
     if (!edges.empty() && id <= edges.rbegin()->first) throw DecodeError("choco state: edge ids not strictly increasing");
     edges.emplace(id, std::move(e));
   }
+  double gamma = gamma_, windowSum = 0;
+  std::uint32_t windowCount = 0;
+  ConsensusWatch watch{3, 4.0, /*earlyRule=*/false};
+  if (tag == kChocoTagV2) {  // an older checkpoint keeps the configured step and starts a fresh watch
+    gamma = r.get<double>();
+    windowSum = r.get<double>();
+    windowCount = r.get<std::uint32_t>();
+    watch.load(r);
+    if (!(gamma > 0.0 && gamma <= 1.0) || !std::isfinite(windowSum) || windowCount >= kGammaWindow)
+      throw DecodeError("choco state: bad consensus step or window");
+  }
   x_.swap(x);
   hat_.swap(hat);
   edges_.swap(edges);
+  gamma_ = gamma;
+  windowSum_ = windowSum;
+  windowCount_ = windowCount;
+  watch_ = watch;
 }
 
 }  // namespace gossip::algo

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "core/bytes.h"
 #include "core/types.h"
 
 namespace gossip {
@@ -57,7 +58,43 @@ class ConsensusWatch {
     return message(t, relative, *minimum_, minimumRound_);
   }
 
+
+  // What the watch has seen (not its rule's parameters), for a checkpoint: CHOCO's adaptive consensus
+  // step keeps one, and a resumed run must act as the uninterrupted one would.
+  void save(ByteWriter& w) const {
+    putOptional(w, earlyMinimum_);
+    putOptional(w, minimum_);
+    putOptional(w, previous_);
+    w.put<std::uint64_t>(earlyMinimumRound_);
+    w.put<std::uint64_t>(minimumRound_);
+    w.put<std::uint32_t>(earlyRising_);
+    w.put<std::uint32_t>(rising_);
+    w.put<std::uint8_t>(static_cast<std::uint8_t>(armed_ | (warned_ << 1)));
+  }
+  void load(ByteReader& r) {
+    earlyMinimum_ = getOptional(r);
+    minimum_ = getOptional(r);
+    previous_ = getOptional(r);
+    earlyMinimumRound_ = r.get<std::uint64_t>();
+    minimumRound_ = r.get<std::uint64_t>();
+    earlyRising_ = r.get<std::uint32_t>();
+    rising_ = r.get<std::uint32_t>();
+    const auto flags = r.get<std::uint8_t>();
+    armed_ = flags & 1;
+    warned_ = flags & 2;
+  }
+
  private:
+  static void putOptional(ByteWriter& w, const std::optional<double>& v) {
+    w.put<std::uint8_t>(v.has_value());
+    w.put<double>(v.value_or(0.0));
+  }
+  static std::optional<double> getOptional(ByteReader& r) {
+    const bool has = r.get<std::uint8_t>() != 0;
+    const double v = r.get<double>();
+    return has ? std::optional<double>(v) : std::nullopt;
+  }
+
   std::string message(Round t, double relative, double low, Round lowRound) const {
     char buf[320];
     std::snprintf(buf, sizeof buf,

@@ -96,7 +96,8 @@ struct AlgorithmConfig {
   double lr_decay = 0.1;                // step: factor per period; inverse: slope
   std::uint64_t lr_decay_every = 0;     // step: period in rounds (required >= 1 for "step")
   double eta = 1.0;                     // DeepSqueeze averaging rate, (0,1]
-  double gamma = 1.0;                   // CHOCO consensus step / LEAD dual step
+  double gamma = 0.0;                   // CHOCO consensus step / LEAD dual step; 0 = the method's default
+  bool gamma_adapt = true;              // CHOCO: halve gamma while the node's disagreement keeps growing
   double alpha = 0.5;                   // LEAD reference averaging, (0,1]
   std::uint32_t local_steps = 1;        // SGD steps between two communications
   std::string local_schedule = "fixed";

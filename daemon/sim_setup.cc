@@ -241,6 +241,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   s.algorithm.name = c.algorithm.name;
   s.algorithm.eta = c.algorithm.eta;
   s.algorithm.gamma = c.algorithm.gamma;
+  s.algorithm.gamma_adapt = c.algorithm.gamma_adapt;
   s.algorithm.alpha = c.algorithm.alpha;
   s.algorithm.beta = c.compressor_beta;
   s.compressor = p->compressor.get();

@@ -11,6 +11,7 @@ std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnat
   p.name = c.algorithm.name;
   p.eta = c.algorithm.eta;
   p.gamma = c.algorithm.gamma;
+  p.gamma_adapt = c.algorithm.gamma_adapt;
   p.alpha = c.algorithm.alpha;
   p.beta = c.compressor_beta;
   p.l1 = c.model.l1;
