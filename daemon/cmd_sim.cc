@@ -1,5 +1,6 @@
 // gossipd sim --config F [--set section.key=value]... [--out results.json]
 // N virtual nodes in one process; progress on stderr, results as JSON (DESIGN.md §2).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +43,10 @@ nlohmann::json toJson(const sim::EvalRecord& r) {
     j["node_accuracy_mean"] = r.node_accuracy_mean;
     j["node_eval_nodes"] = r.node_eval_nodes;
     j["node_eval_samples"] = r.node_eval_samples;
+  }
+  if (std::isfinite(r.gamma_min)) {
+    j["gamma_min"] = r.gamma_min;
+    j["gamma_max"] = r.gamma_max;
   }
   if (r.suboptimality) j["suboptimality"] = *r.suboptimality;
   if (r.rel_error) j["rel_error"] = *r.rel_error;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <deque>
@@ -147,6 +148,7 @@ struct NodeRuntime::Impl {
   double accuracy = -1;
   double lastLoss = 0;
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
+  double lastGamma = std::nan("");  // CHOCO's consensus step after the last round (algorithms/choco.h)
   DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/drift_watch.h)
   std::uint64_t membershipBytes = 0;
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
@@ -718,6 +720,13 @@ struct NodeRuntime::Impl {
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
     lastLoss = e.node().lastLoss();
     lastDisagreement = e.node().disagreement();
+    const double gamma = e.node().algorithm().consensusStep();
+    if (gamma != lastGamma && std::isfinite(gamma) && std::isfinite(lastGamma)) {  // CHOCO halved its step
+      std::printf("node %u: consensus step gamma %.6g -> %.6g at round %llu (this node's disagreement kept growing)\n",
+                  id, lastGamma, gamma, static_cast<unsigned long long>(t + 1));
+      std::fflush(stdout);
+    }
+    lastGamma = gamma;
     if (const auto w = drift.afterRound(t + 1, lastDisagreement, e.node().algorithm().x())) {
       std::printf("node %u: warning: %s\n", id, w->c_str());
       std::fflush(stdout);
@@ -837,6 +846,7 @@ struct NodeRuntime::Impl {
                      {"rounds", c.algorithm.rounds},
                      {"loss", lastLoss},
                      {"disagreement", std::isfinite(lastDisagreement) ? nlohmann::json(lastDisagreement) : nlohmann::json(nullptr)},
+                     {"gamma", std::isfinite(lastGamma) ? nlohmann::json(lastGamma) : nlohmann::json(nullptr)},
                      {"drift_warning", drift.warning().empty() ? nlohmann::json(nullptr) : nlohmann::json(drift.warning())},
                      {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
                      {"accuracy_samples", accuracy >= 0 && accuracySamples ? nlohmann::json(accuracySamples) : nlohmann::json(nullptr)},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <mutex>
@@ -250,6 +251,11 @@ EvalRecord Simulator::evaluate(Round t, bool last) {
     const Vec& x = node->engine->node().algorithm().x();
     r.loss += s_.model->lossAndGrad(x, *s_.train, s_.partition[id], grad) + l1 * x.lpNorm<1>();
     r.consensus_distance += (x - xbar).squaredNorm();
+    const double gamma = node->engine->node().algorithm().consensusStep();
+    if (std::isfinite(gamma)) {
+      r.gamma_min = std::isnan(r.gamma_min) ? gamma : std::min(r.gamma_min, gamma);
+      r.gamma_max = std::isnan(r.gamma_max) ? gamma : std::max(r.gamma_max, gamma);
+    }
   }
   r.loss /= n;
   r.consensus_distance /= n;

@@ -5,6 +5,7 @@
 // a crash removes a node, a join adds one (a restart of a crashed id is a new incarnation), and every
 // engine then installs the same new view. Deterministic for a given setup, for any thread count.
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,9 @@ struct EvalRecord {
   std::size_t node_eval_samples = 0;    // on how many samples each
   double consensus_distance = 0;   // mean_i ||x_i - xbar||^2
   double relative_consensus = 0;   // consensus_distance / ||xbar||^2 (ConsensusWatch reads it)
+  // CHOCO's consensus step in use over the alive nodes (algorithms/choco.h: it may adapt); NaN otherwise.
+  double gamma_min = std::numeric_limits<double>::quiet_NaN();
+  double gamma_max = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t bytes_sent = 0;    // cumulative model-frame bytes, headers included, all nodes
   std::uint64_t control_bytes_sent = 0;  // edge handshakes and state transfers (churn only)
   std::uint64_t messages_dropped = 0;
