@@ -90,11 +90,11 @@ void Node::endRound(Round t, std::span<const Incoming> msgs, const topology::Mix
 
 void Node::beginConsensusRound(compress::Encoded& out) {
   if (!exact_) {
-    exact_ = compress::makeCompressor({.name = "fp32"});
+    exact_ = compress::makeCompressor({.name = sched_.consensus_codec});
     own_ = Vec::Zero(algo_->x().size());
     acc_ = Vec::Zero(algo_->x().size());
   }
-  Rng unused(0);  // fp32 draws nothing
+  Rng unused(0);  // fp32, fp16 and bf16 draw nothing
   exact_->encode(detail::view(algo_->x()), unused, out);
   detail::decodeInto(*exact_, out.view(), own_);
 }

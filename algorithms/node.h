@@ -19,12 +19,17 @@ struct NodeSchedule {
   std::function<unsigned(Round)> localSteps = [](Round) { return 1u; };
   double l1 = 0.0;  // proximal threshold lr * l1 in local steps
   // Rounds t >= consensus_from are the final consensus phase (algorithm.final_consensus_rounds): no
-  // gradient step and no algorithm update; the node sends x in fp32 and sets x <- sum_j w_ij fp32(x_j)
-  // (its own x rounded too, missing neighbours' weight folded into its own, as D-PSGD does). Why here and
+  // gradient step and no algorithm update; the node sends x coded by consensus_codec (fp32 by default) and
+  // sets x <- sum_j w_ij C(x_j) (its own x rounded too, missing neighbours' weight folded into its own, as
+  // D-PSGD does). Why here and
   // not in each method: the phase is the same averaging for every method it applies to, and after it the
   // method's own state (CHOCO's replicas, DeepSqueeze's error memory) is never used again. Only for
   // methods whose fixed point does not need the dual (dpsgd, deepsqueeze, choco; checked in config).
   Round consensus_from = std::numeric_limits<Round>::max();
+  // The phase's message codec: "fp32", or "fp16"/"bf16" for half the bytes. Every node must use the same
+  // (receivers decode with their own). The node's own x is rounded by it too, so the nodes still meet at
+  // one model: the average of the rounded models, within the codec's precision of the exact average.
+  std::string consensus_codec = "fp32";
 };
 
 class Node {
@@ -72,7 +77,7 @@ class Node {
   std::unique_ptr<training::GradientEstimator> est_;
   NodeSchedule sched_;
   Vec g_;
-  // Consensus phase: the fp32 codec, the node's own rounded x and the neighbour sum (allocated at its
+  // Consensus phase: the phase's codec, the node's own rounded x and the neighbour sum (allocated at its
   // first round); whether a consensus round was mixed, and that round's disagreement.
   std::unique_ptr<compress::Compressor> exact_;
   Vec own_, acc_;

@@ -37,6 +37,8 @@ inline constexpr std::array<std::string_view, 7> kAlgorithmNames{"dpsgd", "choco
 // Algorithms whose messages are stateless (a lost message only affects one round, ALGORITHMS.md §5.2).
 inline constexpr std::array<std::string_view, 2> kStatelessAlgorithms{"dpsgd", "deepsqueeze"};
 inline constexpr std::array<std::string_view, 4> kLrSchedules{"constant", "step", "inverse", "cosine"};
+// The final consensus phase's message codec (algo::NodeSchedule::consensus_codec).
+inline constexpr std::array<std::string_view, 3> kConsensusCodecs{"fp32", "fp16", "bf16"};
 inline constexpr std::array<std::string_view, 2> kLocalSchedules{"fixed", "adaptive"};
 inline constexpr std::array<std::string_view, 4> kEstimators{"sgd", "full", "lsvrg", "saga"};
 // Canonical weight-rule names; cluster.weights is parsed by topology::parseWeightRule, the same parser as
@@ -106,6 +108,7 @@ struct AlgorithmConfig {
   // The last this many of `rounds` only average the models (fp32, no gradient step): every node then
   // ends near the average model. dpsgd, deepsqueeze and choco only (algorithms/node.h).
   std::uint64_t final_consensus_rounds = 0;
+  std::string final_consensus_codec = "fp32";  // fp32 | fp16 | bf16
   std::uint32_t round_timeout_ms = 2000;
   std::string estimator = "sgd";
   std::uint32_t batch = 32;

@@ -65,6 +65,7 @@ const KeySpec kSchema[] = {
     K(algorithm, local_steps_max, Range::atLeast(1)),
     K(algorithm, rounds, Range::atLeast(1)),
     K(algorithm, final_consensus_rounds, Range::atLeast(0)),
+    K(algorithm, final_consensus_codec, {}, choicesOf<kConsensusCodecs>),
     K(algorithm, round_timeout_ms, Range::atLeast(1)),
     K(algorithm, estimator, {}, choicesOf<kEstimators>),
     K(algorithm, batch, Range::atLeast(1)),

@@ -267,6 +267,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   for (const auto& e : c.faults.join) s.joins.push_back({e.node, e.round});
   s.rounds = c.algorithm.rounds;
   s.final_consensus_rounds = c.algorithm.final_consensus_rounds;
+  s.final_consensus_codec = c.algorithm.final_consensus_codec;
   s.eval_every = c.sim.eval_every;
   s.eval_test_max = c.sim.eval_test_max;
   s.seed = c.cluster.seed;

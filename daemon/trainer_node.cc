@@ -26,6 +26,7 @@ std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnat
   sched.localSteps = [](Round) { return 1u; };
   sched.l1 = c.model.l1;
   if (c.algorithm.final_consensus_rounds > 0) sched.consensus_from = c.algorithm.rounds - c.algorithm.final_consensus_rounds;
+  sched.consensus_codec = c.algorithm.final_consensus_codec;
   return std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
 }
 

@@ -54,6 +54,7 @@ std::unique_ptr<algo::Node> makeNode(const SimSetup& s, PeerId id, Incarnation i
   sched.localSteps = [ls = s.local](Round t) { return static_cast<unsigned>(std::max(1, ls.value(t))); };
   sched.l1 = s.model->l1();
   if (s.final_consensus_rounds > 0) sched.consensus_from = s.rounds - s.final_consensus_rounds;
+  sched.consensus_codec = s.final_consensus_codec;
   return std::make_unique<algo::Node>(id, std::move(algorithm), std::move(est), std::move(sched));
 }
 

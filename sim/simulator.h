@@ -54,7 +54,8 @@ struct SimSetup {
 
   // Run.
   Round rounds = 100;
-  Round final_consensus_rounds = 0;  // the last rounds only average (algo::NodeSchedule::consensus_from)
+  Round final_consensus_rounds = 0;
+  std::string final_consensus_codec = "fp32";  // algo::NodeSchedule::consensus_codec  // the last rounds only average (algo::NodeSchedule::consensus_from)
   Round eval_every = 10;
   std::size_t eval_test_max = 0;  // 0 = all test samples
   std::uint64_t seed = 1;

@@ -34,11 +34,13 @@ class PullTo final : public training::GradientEstimator {
 
 constexpr Eigen::Index kDim = 50;
 
-MiniNet::Factory pulledNodes(const algo::AlgorithmParams& params, const compress::Compressor& c, Round consensusFrom) {
-  return [&params, &c, consensusFrom](PeerId id) {
+MiniNet::Factory pulledNodes(const algo::AlgorithmParams& params, const compress::Compressor& c, Round consensusFrom,
+                             std::string codec = "fp32") {
+  return [&params, &c, consensusFrom, codec](PeerId id) {
     algo::NodeSchedule sched;
     sched.lr = [](Round) { return 0.2; };
     sched.consensus_from = consensusFrom;
+    sched.consensus_codec = codec;
     return std::make_unique<algo::Node>(id, algo::makeAlgorithm(params, c, id, gossipStart(id, kDim)),
                                         std::make_unique<PullTo>(gossipStart(id + 50, kDim)), std::move(sched));
   };
@@ -117,4 +119,44 @@ TEST_CASE("final consensus: a node whose neighbour's message is missing keeps th
   Vec want = row.self * y.at(2);
   for (const auto& [j, w] : row.neighbors) want += w * (j == 1 ? y.at(2) : y.at(j));
   CHECK((net.nodes().at(2)->algorithm().x() - want).norm() <= 1e-12 * want.norm());
+}
+
+TEST_CASE("final consensus in fp16 or bf16: half the bytes, x_i <- sum_j w_ij C(x_j) with C the rounding, one model at the end") {
+  for (const char* codec : {"fp16", "bf16"}) {
+    CAPTURE(codec);
+    const auto round16 = [&](const Vec& x) {  // C(x): what a node holding x sends, as a receiver decodes it
+      auto cc = compress::makeCompressor({.name = codec});
+      compress::Encoded e;
+      Rng unused(0);
+      cc->encode(std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), unused, e);
+      Vec out = Vec::Zero(x.size());
+      cc->decodeAdd(e.view(), std::span<double>(out.data(), static_cast<std::size_t>(out.size())), 1.0);
+      return out;
+    };
+    algo::AlgorithmParams params{.name = "dpsgd"};
+    auto c = compress::makeCompressor({.name = "topk", .ratio = 0.2});
+    constexpr Round from = 5;
+    MiniNet net(6, pulledNodes(params, *c, from, codec));
+    for (Round t = 0; t < from; ++t) net.round(t);
+    // The message of a consensus round: the codec's 8-byte header and 2 bytes per entry.
+    {
+      compress::Encoded out;
+      auto probe = pulledNodes(params, *c, 0, codec)(0);
+      probe->beginRound(0, out);
+      CHECK(out.size() == 8 + 2 * kDim);
+    }
+    std::map<PeerId, Vec> y;
+    for (auto& [id, n] : net.nodes()) y[id] = round16(n->algorithm().x());
+    net.round(from);
+    for (auto& [id, n] : net.nodes()) {
+      CAPTURE(id);
+      const auto& row = net.row(id);
+      Vec want = row.self * y.at(id);
+      for (const auto& [j, w] : row.neighbors) want += w * y.at(j);
+      CHECK((n->algorithm().x() - want).norm() <= 1e-12 * want.norm());
+    }
+    for (Round t = from + 1; t < from + 300; ++t) net.round(t);
+    const Vec after = average(net);
+    CHECK(spread(net, after) <= 1e-2 * after.norm());  // one model, within the codec's precision
+  }
 }
