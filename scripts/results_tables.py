@@ -279,24 +279,32 @@ def nodes_table():
 
 def gamma_table():
     rows = []
+    runs = (("0.05", "0.05, fixed"), ("0.02", "0.02, fixed"), ("0.05_adapt", "0.05, adapted"),
+            ("default", "default (2δ), adapted"))
     for graph, label in (("torus", "12-node torus, Dirichlet(0.3)"), ("ring", "16-node ring, Dirichlet(0.5)")):
-        for g in ("0.05", "0.02"):
-            r = load(f"gamma_{graph}_choco_{g}")
+        for name, g in runs:
+            r = load(f"gamma_{graph}_choco_{name}")
             if r:
                 rows.append((label, g, r))
     if not rows:
         return
     marks = (1000, 2500, 5000, 10000)
     print("| graph | γ | relative consensus at round " + " / ".join(f"{m:,}" for m in marks) +
-          " | average model at 5,000 / 10,000 | worst node at 10,000 | warning |")
-    print("|---|---|---|---|---|---|")
+          " | γ at 10,000 (min – max over nodes) | average model at 5,000 / 10,000 | worst node at 10,000 | warning |")
+    print("|---|---|---|---|---|---|---|")
     for label, g, r in rows:
         at = {x["round"]: x for x in r["records"]}
         rel = " / ".join(f"{at[m]['relative_consensus']:.1e}" for m in marks)
         warn = r.get("warnings") or []
         w = f"at round {warn[0].split(' at round ')[1].split(',')[0]}" if warn else "none"
-        print(f"| {label} | {g} | {rel} | {100 * at[5000]['accuracy']:.1f} / {100 * at[10000]['accuracy']:.1f}% | "
-              f"{100 * at[10000]['node_accuracy_min']:.1f}% | {w} |")
+        last = at[10000]
+        if "gamma_min" in last:
+            lo, hi = last["gamma_min"], last["gamma_max"]
+            gam = f"{lo:.4g}" if lo == hi else f"{lo:.4g} – {hi:.4g}"
+        else:  # a run from before the step was recorded: it was fixed
+            gam = g.split(",")[0]
+        print(f"| {label} | {g} | {rel} | {gam} | {100 * at[5000]['accuracy']:.1f} / {100 * last['accuracy']:.1f}% | "
+              f"{100 * last['node_accuracy_min']:.1f}% | {w} |")
 
 
 def curve_table():

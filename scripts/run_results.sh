@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
-#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes; default all)
+#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma; default all)
 # RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
@@ -10,7 +10,7 @@ OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes)
+[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma)
 
 run() {  # run NAME CONFIG [--set ...]   (CONFIG "" : the defaults and the --set lines only)
   local name=$1 config=$2
@@ -111,13 +111,23 @@ for s in "${sections[@]}"; do
           --set algorithm.final_consensus_rounds=$k
       done
     done
-    # CHOCO top-1% over 10,000 rounds: gamma 0.05 (the value of the ring rows of section 3) and 0.02, on this
-    # torus and on that ring.
+    ;;
+  gamma)
+    # CHOCO top-1% over 10,000 rounds on the torus of `nodes` and on the ring of section 3: gamma 0.05 (the
+    # value of the ring rows of section 3) and 0.02 held fixed; 0.05 with the adaptation (algorithm.gamma_adapt);
+    # and the defaults (gamma = 2 delta = 0.02, adapted).
+    F=experiments/fmnist_softmax.toml
+    T=(--set cluster.nodes=12 --set cluster.topology=torus --set data.dirichlet_alpha=0.3)
+    C=(--set compressor.name=topk --set compressor.ratio=0.01 --set algorithm.name=choco --set algorithm.rounds=10000
+       --set sim.eval_every=250)
     for g in 0.05 0.02; do
-      C=("${TK[@]}" --set algorithm.name=choco --set algorithm.gamma=$g --set algorithm.rounds=10000 --set sim.eval_every=250)
-      run "gamma_torus_choco_$g" "$F" "${T[@]}" "${C[@]}"
-      run "gamma_ring_choco_$g" "$F" "${C[@]}"
+      run "gamma_torus_choco_$g" "$F" "${T[@]}" "${C[@]}" --set algorithm.gamma=$g --set algorithm.gamma_adapt=false
+      run "gamma_ring_choco_$g" "$F" "${C[@]}" --set algorithm.gamma=$g --set algorithm.gamma_adapt=false
     done
+    run gamma_torus_choco_0.05_adapt "$F" "${T[@]}" "${C[@]}" --set algorithm.gamma=0.05
+    run gamma_ring_choco_0.05_adapt "$F" "${C[@]}" --set algorithm.gamma=0.05
+    run gamma_torus_choco_default "$F" "${T[@]}" "${C[@]}"
+    run gamma_ring_choco_default "$F" "${C[@]}"
     ;;
   *) echo "unknown section $s" >&2; exit 2 ;;
   esac
