@@ -14,7 +14,7 @@ PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compres
     : name_(std::move(name)), p_(p), owned_(std::move(owned)), c_(owned_ ? *owned_ : c), self_(self) {
   if (p_.gamma == 0.0) p_.gamma = 1.0;  // the config's "default" (algorithm.gamma = 0)
   if (!(p.alpha > 0.0 && p.alpha <= 1.0)) throw ConfigError("algorithm.alpha must be in (0, 1] for " + name_);
-  if (!(p.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
+  if (!(p_.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
   const auto n = x0.size();
   x_ = x0;
   d_ = h_ = yhat_ = step_ = scratch_ = mix_ = Vec::Zero(n);

@@ -148,3 +148,12 @@ TEST_CASE("choco: a checkpoint taken while gamma adapts continues bit-identicall
     CHECK(b.nodes().at(id)->algorithm().x().cwiseEqual(node->algorithm().x()).all());
   }
 }
+
+TEST_CASE("gamma = 0 (the config's default) means 1 for the LEAD family") {
+  auto lead = compress::makeCompressor({.name = "lead", .bits = 2});
+  const Vec x0 = Vec::Zero(100);
+  for (const char* name : {"lead", "prox_lead"}) {
+    CAPTURE(name);
+    CHECK_NOTHROW(algo::makeAlgorithm({.name = name, .gamma = 0.0}, *lead, 0, x0));
+  }
+}
