@@ -76,6 +76,8 @@ struct AlgorithmParams {
   double alpha = 0.5;          // LEAD/Prox-LEAD reference update rate, identical on all nodes
   double l1 = 0.0;             // R(x) = l1 ||x||_1, applied as a proximal step with threshold lr * l1
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
+  double leader_pull = 0.1;    // lsgd: lambda, the pull toward the local leader (step lr * lambda)
+  std::uint64_t leader_period = 1;  // lsgd: the pull acts in rounds t % leader_period == 0
   std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)
   Incarnation incarnation = 0; // this node's life; a restart must not replay its previous life's streams
 };
@@ -105,6 +107,9 @@ class Algorithm {
   virtual bool needsStartStep() const { return false; }
   virtual void startStep(const Vec& /*g*/, double /*lr*/) {}
 
+  // The mean minibatch loss of this round's local steps, given before prepare (the leader methods report
+  // it to their neighbours; the others ignore it).
+  virtual void noteLoss(double /*loss*/) {}
   // Builds this round's message from x and the gradient g at x, and encodes it into out.
   virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
   // Mixes the neighbours' messages of round t. row.neighbors lists the neighbours of this round with their

@@ -2,13 +2,14 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/choco.h"
+#include "algorithms/leader.h"
 #include "algorithms/primal_dual.h"
 #include "algorithms/stateless.h"
 #include "core/error.h"
 
 namespace gossip::algo {
 namespace {
-constexpr std::array<std::string_view, 7> kNames{"dpsgd", "deepsqueeze", "choco", "nids", "ed", "lead", "prox_lead"};
+constexpr std::array<std::string_view, 8> kNames{"dpsgd", "deepsqueeze", "choco", "nids", "ed", "lead", "prox_lead", "lsgd"};
 }
 
 std::span<const std::string_view> algorithmNames() { return kNames; }
@@ -22,6 +23,7 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
   if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);
+  if (n == "lsgd") return std::make_unique<Lsgd>(p, c, self, x0);
   if (n == "lead" || n == "prox_lead") {
     if (!c.unbiased())
       throw ConfigError("algorithm " + n + " needs an unbiased compressor (LEAD diverges with biased ones such as " +

@@ -74,6 +74,7 @@ void Node::beginRound(Round t, compress::Encoded& out) {
   ++calls;
   checkFinite(t);
   lastLoss_ = lossSum / calls;
+  algo_->noteLoss(lastLoss_);
   try {
     algo_->prepare(t, g_, lr, out);
   } catch (const DecodeError&) {

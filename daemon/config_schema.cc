@@ -64,6 +64,8 @@ const KeySpec kSchema[] = {
     K(algorithm, local_schedule, {}, choicesOf<kLocalSchedules>),
     K(algorithm, local_steps_max, Range::atLeast(1)),
     K(algorithm, rounds, Range::atLeast(1)),
+    K(algorithm, leader_pull, Range::atLeast(0)),
+    K(algorithm, leader_period, Range::atLeast(1)),
     K(algorithm, final_consensus_rounds, Range::atLeast(0)),
     K(algorithm, final_consensus_codec, {}, choicesOf<kConsensusCodecs>),
     K(algorithm, round_timeout_ms, Range::atLeast(1)),

@@ -148,8 +148,8 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
     if (a.final_consensus_rounds >= a.rounds)
       p.push_back("algorithm.final_consensus_rounds must be below algorithm.rounds (" + std::to_string(a.rounds) +
                   ") (got " + std::to_string(a.final_consensus_rounds) + ")");
-    if (a.name != "dpsgd" && a.name != "deepsqueeze" && a.name != "choco" && contains(kAlgorithmNames, a.name))
-      p.push_back("algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze and choco, not algorithm.name = " +
+    if (a.name != "dpsgd" && a.name != "deepsqueeze" && a.name != "choco" && a.name != "lsgd" && contains(kAlgorithmNames, a.name))
+      p.push_back("algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze, choco and lsgd, not algorithm.name = " +
                   inQuotes(a.name) + " (an exact method reaches consensus by itself)");
   }
   if (c.model.kind == "mlp" && c.model.hidden.empty())

@@ -16,6 +16,7 @@ namespace {
 // the gradient and the round's scratch vectors.
 double baseVectors(const std::string& algorithm) {
   if (algorithm == "dpsgd") return 4;
+  if (algorithm == "lsgd") return 5;         // + the leader's decoded model
   if (algorithm == "deepsqueeze") return 5;  // + error memory delta
   if (algorithm == "choco") return 5;        // x, x_hat, s, gradient, half step
   if (algorithm == "nids" || algorithm == "ed") return 7;

@@ -242,6 +242,8 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   s.algorithm.eta = c.algorithm.eta;
   s.algorithm.gamma = c.algorithm.gamma;
   s.algorithm.gamma_adapt = c.algorithm.gamma_adapt;
+  s.algorithm.leader_pull = c.algorithm.leader_pull;
+  s.algorithm.leader_period = c.algorithm.leader_period;
   s.algorithm.alpha = c.algorithm.alpha;
   s.algorithm.beta = c.compressor_beta;
   s.compressor = p->compressor.get();

@@ -12,6 +12,8 @@ std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnat
   p.eta = c.algorithm.eta;
   p.gamma = c.algorithm.gamma;
   p.gamma_adapt = c.algorithm.gamma_adapt;
+  p.leader_pull = c.algorithm.leader_pull;
+  p.leader_period = c.algorithm.leader_period;
   p.alpha = c.algorithm.alpha;
   p.beta = c.compressor_beta;
   p.l1 = c.model.l1;

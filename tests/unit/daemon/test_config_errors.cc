@@ -108,7 +108,7 @@ TEST_CASE("rules that relate several keys") {
   checkFails("", {"algorithm.name=choco", "faults.drop=0.1"}, "faults.drop applies only to stateless algorithms");
   CHECK(errorOf("", {"algorithm.name=deepsqueeze", "faults.drop=0.1"}).empty());
   checkFails("", {"algorithm.name=lead", "algorithm.final_consensus_rounds=10"},
-             "algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze and choco, not algorithm.name = 'lead'");
+             "algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze, choco and lsgd, not algorithm.name = 'lead'");
   checkFails("", {"algorithm.final_consensus_rounds=100"}, "algorithm.final_consensus_rounds must be below algorithm.rounds (100) (got 100)");
   CHECK(errorOf("", {"algorithm.name=choco", "algorithm.final_consensus_rounds=99"}).empty());
   // An unknown algorithm is reported once, not again by the drop rule.
