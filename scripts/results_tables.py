@@ -307,6 +307,24 @@ def gamma_table():
               f"{100 * last['node_accuracy_min']:.1f}% | {w} |")
 
 
+def leader_table():
+    """lsgd against D-PSGD (scripts/run_results.sh leader)."""
+    base = load("leader_dpsgd")
+    runs = [("D-PSGD fp32", base)] + [(f"lsgd, λ = {l}", load(f"leader_lsgd_{l}")) for l in ("0.5", "2", "8")]
+    if not base or not all(r for _, r in runs):
+        return
+    marks = (500, 1000, 2000, 3000)
+    print("| run | average model at round " + " / ".join(f"{m:,}" for m in marks) +
+          " | nodes at 3,000 (min – mean – max) | MB sent |")
+    print("|---|---|---|---|")
+    for label, r in runs:
+        at = {x["round"]: x for x in r["records"]}
+        x = at[3000]
+        acc = " / ".join(f"{100 * at[m]['accuracy']:.1f}" for m in marks)
+        print(f"| {label} | {acc}% | {100 * x['node_accuracy_min']:.1f} – {100 * x['node_accuracy_mean']:.1f} – "
+              f"{100 * x['node_accuracy_max']:.1f}% | {x['bytes_sent'] / 1e6:,.1f} |")
+
+
 def curve_table():
     r = load("curve_cost")
     if not r:
@@ -352,6 +370,7 @@ SECTIONS = {
     "TABLE_COSINE_PYTORCH": lambda: pytorch_table("_cosine"),
     "TABLE_BRIDGE": bridge_table,
     "TABLE_AUTO": auto_table,
+    "TABLE_LEADER": leader_table,
     "TABLE_CNN_TTA": cnn_tta_table,
     "TABLE_GAMMA": gamma_table,
 }

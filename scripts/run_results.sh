@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
-#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma; default all)
+#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma leader; default all)
 # RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
@@ -10,7 +10,7 @@ OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma)
+[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma leader)
 
 run() {  # run NAME CONFIG [--set ...]   (CONFIG "" : the defaults and the --set lines only)
   local name=$1 config=$2
@@ -111,6 +111,17 @@ for s in "${sections[@]}"; do
           --set algorithm.final_consensus_rounds=$k
       done
     done
+    ;;
+  leader)
+    # lsgd (Leader SGD on a graph) against D-PSGD on the MLP setup of `mlp` (16-node ring, Dirichlet(0.5),
+    # 3,000 rounds): the same runs with a pull toward the local leader of strength lambda (step lr * lambda).
+    F=experiments/fmnist_softmax.toml
+    M=(--set model.kind=mlp --set 'model.hidden=[128]')
+    run leader_dpsgd "$F" "${M[@]}"   # = mlp_dpsgd, with this build's node evaluation (all test images at the end)
+    for l in 0.5 2 8; do run "leader_lsgd_$l" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=$l; done
+    # (lambda = 8 diverges: plotted, its 1e28 losses would flatten the others)
+    $PLOT "$OUT"/leader_dpsgd.json "$OUT"/leader_lsgd_{0.5,2}.json -o "$OUT/leader.png" \
+      --labels "D-PSGD fp32" "lsgd λ = 0.5" "lsgd λ = 2" --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)"
     ;;
   gamma)
     # CHOCO top-1% over 10,000 rounds on the torus of `nodes` and on the ring of section 3: gamma 0.05 (the
