@@ -20,25 +20,12 @@ namespace {
 
 constexpr Eigen::Index kDim = 200;
 
-// g = x - target_i: every node pulls towards its own target, so training keeps the nodes apart.
-class PullApart final : public training::GradientEstimator {
- public:
-  explicit PullApart(Vec target) : target_(std::move(target)) {}
-  double estimate(const Vec& x, Vec& g) override {
-    g = x - target_;
-    return 0.5 * g.squaredNorm();
-  }
-
- private:
-  Vec target_;
-};
-
 MiniNet::Factory chocoNodes(const algo::AlgorithmParams& params, const compress::Compressor& c) {
   return [&params, &c](PeerId id) {
     algo::NodeSchedule sched;
     sched.lr = [](Round) { return 0.05; };
     return std::make_unique<algo::Node>(id, algo::makeAlgorithm(params, c, id, gossipStart(id, kDim)),
-                                        std::make_unique<PullApart>(gossipStart(id + 50, kDim)), std::move(sched));
+                                        std::make_unique<PullTo>(gossipStart(id + 50, kDim)), std::move(sched));
   };
 }
 

@@ -22,20 +22,6 @@ namespace {
 constexpr Eigen::Index kDim = 40;
 constexpr double kLr = 0.1;
 
-// g = x - target_i, loss 0.5 ||g||^2: nodes pulled towards different targets report different losses.
-class PullTo final : public training::GradientEstimator {
- public:
-  explicit PullTo(Vec target) : target_(std::move(target)) {}
-  double estimate(const Vec& x, Vec& g) override {
-    g = x - target_;
-    return 0.5 * g.squaredNorm();
-  }
-  const Vec& target() const { return target_; }
-
- private:
-  Vec target_;
-};
-
 Vec targetOf(PeerId id) { return gossipStart(id + 50, kDim) * (0.2 + 0.3 * id); }
 
 MiniNet::Factory nodes(const algo::AlgorithmParams& params, const compress::Compressor& c) {
@@ -47,16 +33,6 @@ MiniNet::Factory nodes(const algo::AlgorithmParams& params, const compress::Comp
   };
 }
 
-// C(x) as a receiver decodes it (top-k draws no randomness).
-Vec sent(const compress::Compressor& c, const Vec& x) {
-  compress::Encoded e;
-  Rng unused(0);
-  c.encode(std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), unused, e);
-  Vec out = Vec::Zero(x.size());
-  c.decodeAdd(e.view(), std::span<double>(out.data(), static_cast<std::size_t>(out.size())), 1.0);
-  return out;
-}
-
 const algo::Lsgd& lsgd(algo::Node* n) { return dynamic_cast<const algo::Lsgd&>(n->algorithm()); }
 
 // Checks round t of net against the rule; returns how many nodes were pulled (leader != self).
@@ -65,7 +41,7 @@ int checkRound(MiniNet& net, Round t, const compress::Compressor& c, double lamb
   std::map<PeerId, double> loss;
   for (auto& [id, n] : net.nodes()) {
     x[id] = n->algorithm().x();
-    y[id] = sent(c, x[id]);
+    y[id] = sentValue(c, x[id]);
     g[id] = x[id] - targetOf(static_cast<PeerId>(id));
     const double now = 0.5 * g[id].squaredNorm();
     const double before = lsgd(n).reportedLoss();
