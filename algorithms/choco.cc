@@ -63,7 +63,7 @@ void Choco::adaptGamma(Round t) {
   windowCount_ = 0;
   if (!watch_.observe(t, relative)) return;
   gamma_ *= 0.5;
-  watch_ = ConsensusWatch{3, 4.0, /*earlyRule=*/false};  // judge the new step from its own fall
+  watch_ = freshWatch();  // judge the new step afresh
 }
 
 std::vector<double> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
@@ -120,7 +120,7 @@ void Choco::load(ByteReader& r) {
   }
   double gamma = gamma_, windowSum = 0;
   std::uint32_t windowCount = 0;
-  ConsensusWatch watch{3, 4.0, /*earlyRule=*/false};
+  ConsensusWatch watch = freshWatch();
   if (tag == kChocoTagV2) {  // an older checkpoint keeps the configured step and starts a fresh watch
     gamma = r.get<double>();
     windowSum = r.get<double>();

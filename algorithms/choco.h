@@ -57,7 +57,11 @@ class Choco final : public Algorithm {
   // gamma_adapt: the current window's sum of squared disagreements and its length, and the rule.
   double windowSum_ = 0;
   unsigned windowCount_ = 0;
-  ConsensusWatch watch_{3, 4.0, /*earlyRule=*/false};
+  ConsensusWatch watch_ = freshWatch();
+  // The rule: 3 rising windows to 4x the lowest since the first fall. Its early rule (values above 1 that
+  // rise from the start) caught nothing more in a test of it: a step that diverges from the start grows
+  // x_i as fast as the disagreement, and this ratio stays flat (docs/algorithms.md, limits).
+  static ConsensusWatch freshWatch() { return ConsensusWatch{3, 4.0, /*earlyRule=*/false}; }
   void adaptGamma(Round t);
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The daemon's drift warning (daemon/drift_watch.h, docs/monitoring.md): 4 daemons whose CHOCO consensus step
-# diverges (gamma = 1 with top-10%) each log one warning and show it in status.json as drift_warning; the
+# diverges (gamma = 1 with top-10%, not adapted) each log one warning and show it in status.json as drift_warning; the
 # same cluster with a stable step (gamma = 0.4, top-20%) shows none over 1,500 rounds.
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
@@ -8,7 +8,7 @@ common=(--set data.format=synthetic --set model.kind=logistic --set model.l2=0.0
         --set compressor.name=topk --set algorithm.lr=0.1 --set algorithm.batch=8 --set monitor.eval_every=0)
 
 "$GOSSIPD" cluster --nodes 4 --dir "$WORK/bad" --http-port 0 "${common[@]}" --set compressor.ratio=0.1 \
-  --set algorithm.gamma=1.0 --set algorithm.rounds=400 >"$WORK/bad.out" 2>&1 || fail "diverging cluster exited $?: $(tail -3 "$WORK/bad.out")"
+  --set algorithm.gamma=1.0 --set algorithm.gamma_adapt=false --set algorithm.rounds=400 >"$WORK/bad.out" 2>&1 || fail "diverging cluster exited $?: $(tail -3 "$WORK/bad.out")"
 for i in 0 1 2 3; do
   [ "$(grep -c "node $i: warning: the model is blowing up" "$WORK/bad/node-$i/log")" = 1 ] \
     || fail "node $i: expected one drift warning in its log: $(grep -i warning "$WORK/bad/node-$i/log")"
