@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Accuracy of the CNN runs of scripts/pytorch_cnn.sh against rounds and against bytes sent per node:
 gossipd (mean over the 8 nodes' own models, first 2,000 test images) and DDP (its one model, all 10,000).
-Usage: scripts/plot_pytorch_cnn.py [docs/results] [-o docs/img/pytorch_cnn.png]"""
+Usage: scripts/plot_pytorch_cnn.py [docs/results] [-o docs/img/pytorch_cnn.png] [--suffix _r3000]
+(--suffix: the runs made with that TAG, e.g. ROUNDS=3000 TAG=_r3000 scripts/pytorch_cnn.sh)"""
 import argparse
 import json
 import os
@@ -13,9 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("dir", nargs="?", default="docs/results")
 ap.add_argument("-o", "--out", default="docs/img/pytorch_cnn.png")
+ap.add_argument("--suffix", default="")
 a = ap.parse_args()
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
-ddp = json.load(open(os.path.join(a.dir, "pytorch_cnn_ddp.json")))
+ddp = json.load(open(os.path.join(a.dir, f"pytorch_cnn_ddp{a.suffix}.json")))
 steps = [c["step"] for c in ddp["curve"]]
 acc = [100 * c["test_accuracy"] for c in ddp["curve"]]
 ax1.plot(steps, acc, "k-o", label="PyTorch DDP (gloo)")
@@ -23,7 +25,7 @@ ax2.plot([c["mb_sent_per_process"] for c in ddp["curve"]], acc, "k-o", label="Py
 labels = {"dpsgd": "gossipd D-PSGD fp32", "deepsqueeze": "gossipd DeepSqueeze top-1%",
           "deepsqueeze_fc": "DeepSqueeze top-1% + 50 fp32 averaging rounds"}
 for name, label in labels.items():
-    path = os.path.join(a.dir, f"pytorch_cnn_{name}.json")
+    path = os.path.join(a.dir, f"pytorch_cnn_{name}{a.suffix}.json")
     if not os.path.exists(path):
         continue
     r = json.load(open(path))

@@ -172,9 +172,10 @@ def bandwidth_table():
                   f"{x['bytes_sent'] / 1e6:,.0f} | {vs('dpsgd')} | {vs('ddp')} |")
 
 
-def pytorch_table(suffix=""):
+def pytorch_table(suffix="", note=""):
     """The CNN through the trainer bridge (scripts/pytorch_cnn.sh) against torch DDP; suffix "_cosine": the
-    runs where both decay their lr on a cosine (LRS=--cosine)."""
+    runs where both decay their lr on a cosine (LRS=--cosine), "_r3000": 3,000 steps (ROUNDS=3000); note
+    is appended to every row's label."""
     ddp = load("pytorch_cnn_ddp" + suffix)
     runs = [(name, load(f"pytorch_cnn_{name}{suffix}"))
             for name in ("dpsgd", "deepsqueeze", "deepsqueeze_eta0.01", "deepsqueeze_eta0.05", "deepsqueeze_k1.5",
@@ -190,12 +191,12 @@ def pytorch_table(suffix=""):
     ddp_acc, ddp_mb = ddp["final_test_accuracy"], ddp["total_bytes_per_process"] / 1e6
     print("| run | average model | nodes: worst / mean / best | mean node vs DDP | MB sent per node | fewer bytes than DDP |")
     print("|---|---|---|---|---|---|")
-    print(f"| PyTorch DDP, gloo (8 processes){', cosine lr' if suffix else ''} | {100 * ddp_acc:.2f}% (its one model) | - | - | {ddp_mb:,.0f} "
+    print(f"| PyTorch DDP, gloo (8 processes){note} | {100 * ddp_acc:.2f}% (its one model) | - | - | {ddp_mb:,.0f} "
           "(ring all-reduce volume) | 1× |")
     for name, r in runs:
         acc = r["node_accuracy"]
         mb = r["bytes_per_node"] / 1e6
-        print(f"| {labels[name]}{', cosine lr' if suffix else ''} | {100 * r['average_model_accuracy']:.2f}% | {100 * min(acc):.2f} / "
+        print(f"| {labels[name]}{note} | {100 * r['average_model_accuracy']:.2f}% | {100 * min(acc):.2f} / "
               f"{100 * r['node_accuracy_mean']:.2f} / {100 * max(acc):.2f}% | "
               f"{100 * (r['node_accuracy_mean'] - ddp_acc):+.2f} points | {mb:,.1f} | {ddp_mb / mb:.0f}× |")
 
@@ -367,7 +368,8 @@ SECTIONS = {
     "TABLE_CURVE": curve_table,
     "TABLE_NODES": nodes_table,
     "TABLE_PYTORCH": pytorch_table,
-    "TABLE_COSINE_PYTORCH": lambda: pytorch_table("_cosine"),
+    "TABLE_COSINE_PYTORCH": lambda: pytorch_table("_cosine", ", cosine lr"),
+    "TABLE_R3000_PYTORCH": lambda: pytorch_table("_r3000", ", 3,000 steps"),
     "TABLE_BRIDGE": bridge_table,
     "TABLE_AUTO": auto_table,
     "TABLE_LEADER": leader_table,
