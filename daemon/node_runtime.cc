@@ -253,7 +253,7 @@ struct NodeRuntime::Impl {
     // (IDX files are streamed: the whole training set is never in memory).
     Config pc = c;
     pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
-    const OneNode only{.id = id, .test_rows = 0, .keep_test = c.monitor.eval_every > 0};
+    const OneNode only{.id = id, .keep_test = c.monitor.eval_every > 0};
     problem = buildSimProblem(pc, &only);
     if (const auto& a = problem->auto_step) {
       // Every daemon computes the same number from the shared data (daemon/sim_setup.cc, agreeOnStep).
@@ -265,12 +265,7 @@ struct NodeRuntime::Impl {
     if (problem->test) {
       fullTest = std::move(*problem->test);
       const std::size_t head = c.monitor.eval_test_max;
-      if (head != 0 && head < fullTest->samples()) {
-        evalSet = *fullTest;
-        evalSet->X.conservativeResize(static_cast<Eigen::Index>(head), Eigen::NoChange);
-        evalSet->y.resize(std::min(evalSet->y.size(), head));
-        if (!evalSet->targets.empty()) evalSet->targets.resize(head);
-      }
+      if (head != 0 && head < fullTest->samples()) evalSet = training::headOf(*fullTest, head);
     }
     problem->test.reset();
     problem->setup.test = nullptr;

@@ -89,7 +89,7 @@ void checkOptimumExists(const SimProblem& p, bool& reference) {
 }  // namespace
 
 namespace {
-// Keeps node `only.id`'s rows of a problem loaded whole, and the head of its test set.
+// Keeps node `only.id`'s rows of a problem loaded whole, and its test set when only.keep_test.
 void cutToNode(SimProblem& p, const OneNode& only) {
   auto& cells = p.setup.partition;
   const std::vector<std::uint32_t> mine = cells.at(only.id);
@@ -107,11 +107,6 @@ void cutToNode(SimProblem& p, const OneNode& only) {
   for (auto& cell : cells) cell.clear();
   cells.at(only.id) = std::move(rows);
   if (!only.keep_test) p.test.reset();
-  if (p.test && only.test_rows != 0 && only.test_rows != 0 && only.test_rows < p.test->samples()) {
-    p.test->X.conservativeResize(static_cast<Eigen::Index>(only.test_rows), Eigen::NoChange);
-    p.test->y.resize(std::min(p.test->y.size(), only.test_rows));
-    if (!p.test->targets.empty()) p.test->targets.resize(only.test_rows);
-  }
 }
 
 // algorithm.lr_auto: each initial node bounds the smoothness of its own shard, the nodes agree on the
@@ -198,7 +193,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
             partition = training::partitionRows(labels, shards, partitionSpec);
             return partition.at(only->id);
           },
-          only->test_rows);
+          /*test_max=*/0);
       totalRows = loaded.train_rows_total;
       p->train = std::move(loaded.train);
       p->test = std::move(loaded.test);

@@ -31,10 +31,10 @@ struct SimProblem {
   std::optional<AutoStep> auto_step;
 };
 
-// What one daemon keeps: its own training rows and the head of the test set it evaluates on.
+// What one daemon keeps: its own training rows and, with keep_test, the whole test set (it evaluates its
+// last model on all of it; the periodic evaluations take a head, daemon/node_runtime.cc).
 struct OneNode {
   PeerId id = 0;
-  std::size_t test_rows = 0;  // 0 = all; only read when keep_test
   bool keep_test = true;
 };
 

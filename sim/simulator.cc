@@ -20,16 +20,6 @@ namespace {
 using training::Vec;
 using Clock = std::chrono::steady_clock;
 
-// A data set made of the first `count` rows of `src` (for bounded-cost evaluation).
-training::Dataset headRows(const training::Dataset& src, std::size_t count) {
-  training::Dataset d;
-  count = std::min(count, src.samples());
-  d.X = src.X.topRows(static_cast<Eigen::Index>(count));
-  d.y.assign(src.y.begin(), src.y.begin() + static_cast<std::ptrdiff_t>(count));
-  d.classes = src.classes;
-  return d;
-}
-
 constexpr std::size_t kNodeAccuracyNodes = 64;     // node accuracy is sampled on this many nodes at most
 constexpr std::size_t kNodeAccuracySamples = 1000;  // ... on this many test samples
 constexpr std::size_t kFinalNodeAccuracyNodes = 256;  // the last record: this many nodes, whole eval set
@@ -265,8 +255,8 @@ EvalRecord Simulator::evaluate(Round t, bool last) {
   if (!evalSet_) {
     const training::Dataset& src = s_.test ? *s_.test : *s_.train;
     evalSet_ = std::make_unique<training::Dataset>(
-        headRows(src, s_.eval_test_max ? s_.eval_test_max : src.samples()));
-    nodeEvalSet_ = std::make_unique<training::Dataset>(headRows(*evalSet_, kNodeAccuracySamples));
+        training::headOf(src, s_.eval_test_max ? s_.eval_test_max : src.samples()));
+    nodeEvalSet_ = std::make_unique<training::Dataset>(training::headOf(*evalSet_, kNodeAccuracySamples));
   }
   if (s_.train->classes > 0) {
     r.accuracy = s_.model->accuracy(xbar, *evalSet_);

@@ -2,6 +2,8 @@
 // In-memory supervised data set. Features are float (Fashion-MNIST in double would be 376 MB), one row
 // per sample, row-major so a minibatch is a set of contiguous rows. Labels are class indices for
 // classification (0..classes-1) and {0,1} for binary logistic regression.
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,5 +26,16 @@ struct Dataset {
   std::size_t samples() const { return static_cast<std::size_t>(X.rows()); }
   std::size_t features() const { return static_cast<std::size_t>(X.cols()); }
 };
+
+// The first `count` rows of src (all of them when it has fewer), for evaluations of bounded cost.
+inline Dataset headOf(const Dataset& src, std::size_t count) {
+  count = std::min(count, src.samples());
+  Dataset d;
+  d.X = src.X.topRows(static_cast<Eigen::Index>(count));
+  if (!src.y.empty()) d.y.assign(src.y.begin(), src.y.begin() + static_cast<std::ptrdiff_t>(count));
+  if (!src.targets.empty()) d.targets.assign(src.targets.begin(), src.targets.begin() + static_cast<std::ptrdiff_t>(count));
+  d.classes = src.classes;
+  return d;
+}
 
 }  // namespace gossip::training
