@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "algorithms/mixing.h"
-#include "algorithms/prox.h"
 #include "training/state_io.h"
 
 namespace gossip::algo {
@@ -22,12 +21,10 @@ double trailerLoss(const Incoming& m) {
 }  // namespace
 
 Lsgd::Lsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), leader_(self) {
+    : Dpsgd(p, c, self, x0), leader_(self), lead_(Vec::Zero(x0.size())) {
   if (!(p.leader_pull >= 0.0 && std::isfinite(p.leader_pull)))
     throw ConfigError("algorithm.leader_pull must be >= 0 for lsgd");
   if (p.leader_period < 1) throw ConfigError("algorithm.leader_period must be >= 1 for lsgd");
-  x_ = x0;
-  acc_ = own_ = lead_ = step_ = Vec::Zero(x0.size());
 }
 
 void Lsgd::noteLoss(double loss) {
@@ -36,14 +33,10 @@ void Lsgd::noteLoss(double loss) {
 }
 
 void Lsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
-  c_.encode(detail::view(x_), rng, out);
-  detail::decodeInto(c_, out.view(), own_);
+  Dpsgd::prepare(t, g, lr, out);
   const double loss = std::isnan(avgLoss_) ? std::numeric_limits<double>::max() : avgLoss_;
   const auto* b = reinterpret_cast<const std::byte*>(&loss);
   out.bytes.insert(out.bytes.end(), b, b + sizeof loss);
-  step_ = lr * g;
-  lr_ = lr;
   pullRound_ = p_.leader_pull > 0.0 && t % p_.leader_period == 0;
 }
 
@@ -65,13 +58,8 @@ void Lsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRo
   const Incoming* leaderMsg = leader == self_ ? nullptr : detail::findIncoming(values_, leader);
   const bool pull = pullRound_ && leaderMsg != nullptr;
   if (pull) detail::decodeInto(c_, leaderMsg->payload, lead_);  // throws before x changes, as the mix does
-  const double selfWeight = detail::mixArrived(c_, values_, row, acc_);
-  disagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
-  x_.swap(acc_);
-  x_ += selfWeight * own_ - step_;
-  if (pull) x_ -= (lr_ * p_.leader_pull) * (own_ - lead_);
+  mix(values_, row, pull ? &lead_ : nullptr, lr_ * p_.leader_pull);
   leader_ = leader;
-  proxL1(x_, lr_ * p_.l1);
 }
 
 // x and the loss average (own_, lead_, step_, lr_ and the pull flag are rebuilt by prepare).

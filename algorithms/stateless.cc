@@ -11,7 +11,7 @@ constexpr std::uint32_t kDeepSqueezeTag = serial::fourcc("DSQZ");
 }  // namespace
 
 Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), acc_(Vec::Zero(x0.size())), own_(Vec::Zero(x0.size())), step_(Vec::Zero(x0.size())) {
+    : p_(p), c_(c), self_(self), own_(Vec::Zero(x0.size())), step_(Vec::Zero(x0.size())), acc_(Vec::Zero(x0.size())) {
   x_ = x0;
 }
 
@@ -23,7 +23,9 @@ void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   lr_ = lr;
 }
 
-void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) { mix(msgs, row, nullptr, 0.0); }
+
+void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull) {
   // Missing neighbours fold their weight into the self weight (replace-with-own). The neighbour sum is
   // built in acc_ (same operations as before, in the same order) and only swapped in once all decoded.
   const double selfWeight = detail::mixArrived(c_, msgs, row, acc_);
@@ -31,6 +33,7 @@ void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
   disagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
   x_.swap(acc_);
   x_ += selfWeight * own_ - step_;
+  if (pullTo) x_ -= pull * (own_ - *pullTo);
   proxL1(x_, lr_ * p_.l1);
 }
 

@@ -10,7 +10,8 @@ namespace gossip::algo {
 // D-PSGD: x_i <- sum_j w_ij x_j - lr * g_i, gradient at the pre-mixing iterate (ALGORITHMS.md §4.1).
 // The model goes on the wire through the configured compressor (fp32 for the uncompressed baseline); the
 // self term uses the node's own decoded message so that the round is exactly W applied to what was sent.
-class Dpsgd final : public Algorithm {
+// Not final: Lsgd (algorithms/leader.h) is D-PSGD with a pull added to the step.
+class Dpsgd : public Algorithm {
  public:
   Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "dpsgd"; }
@@ -20,14 +21,20 @@ class Dpsgd final : public Algorithm {
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
 
- private:
+ protected:
+  // The round's mix; with pullTo, also x -= pull * (C(x_i) - *pullTo) before the prox (Lsgd). Throws
+  // RejectedMessage before x changes, so the engine may call it again without the bad message.
+  void mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull);
+
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
-  Vec acc_;      // neighbour sum, built aside so a rejected message leaves x untouched
   Vec own_;      // decode of this node's own message
   Vec step_;     // lr * g, saved from prepare
   double lr_ = 0;
+
+ private:
+  Vec acc_;      // neighbour sum, built aside so a rejected message leaves x untouched
 };
 
 // DeepSqueeze: x_half = x - lr g; v = x_half + delta; c = C(v); delta = v - c;

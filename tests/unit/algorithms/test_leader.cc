@@ -128,6 +128,34 @@ TEST_CASE("lsgd: a message without a finite loss trailer is rejected and the mod
   CHECK((a->x() - want).norm() <= 1e-12 * want.norm());
 }
 
+TEST_CASE("lsgd: after a rejected payload the engine's retry without it pulls once, not twice") {
+  // Node 0 with neighbours 1 (the leader) and 2, whose codec payload is corrupt but whose trailer is fine:
+  // the mix rejects 2 after the leader's model was decoded; the retry without 2 must be the plain rule.
+  auto c = compress::makeCompressor({.name = "fp32"});
+  const Vec x0 = gossipStart(0, kDim);
+  auto a = algo::makeAlgorithm({.name = "lsgd"}, *c, 0, x0);
+  auto b = algo::makeAlgorithm({.name = "lsgd"}, *c, 1, gossipStart(1, kDim));
+  auto d = algo::makeAlgorithm({.name = "lsgd"}, *c, 2, gossipStart(2, kDim));
+  a->noteLoss(1.0);
+  b->noteLoss(0.5);
+  d->noteLoss(2.0);
+  compress::Encoded ma, mb, md;
+  a->prepare(0, Vec::Zero(kDim), kLr, ma);
+  b->prepare(0, Vec::Zero(kDim), kLr, mb);
+  d->prepare(0, Vec::Zero(kDim), kLr, md);
+  Bytes corrupt(md.bytes.begin(), md.bytes.end());
+  corrupt[0] = std::byte{0xEE};  // an unknown codec id in the payload's header
+  const topology::MixingRow row{.self = 0.5, .neighbors = {{1, 0.25}, {2, 0.25}}};
+  const std::vector<algo::Incoming> both{{1, 0, mb.view()}, {2, 0, corrupt}};
+  CHECK_THROWS_AS(a->apply(0, both, row), algo::RejectedMessage);
+  CHECK(a->x().cwiseEqual(x0).all());
+  const std::vector<algo::Incoming> retry{{1, 0, mb.view()}};
+  a->apply(0, retry, row);
+  const Vec y0 = x0.cast<float>().cast<double>(), y1 = gossipStart(1, kDim).cast<float>().cast<double>();
+  const Vec want = 0.75 * y0 + 0.25 * y1 - kLr * 0.1 * (y0 - y1);  // 2's weight goes to node 0's own model
+  CHECK((a->x() - want).norm() <= 1e-12 * want.norm());
+}
+
 TEST_CASE("lsgd converges on a convex problem, near the minimiser of the average objective") {
   // sum_i 0.5 ||x - target_i||^2 is minimised by the mean target. D-PSGD's average model reaches it exactly
   // (W keeps the average); the pull moves the average toward the leaders' targets, so lsgd stops near it,
