@@ -69,7 +69,7 @@ struct RejectedMessage : ProtocolError {
 };
 
 struct AlgorithmParams {
-  std::string name = "dpsgd";  // dpsgd | deepsqueeze | choco | nids | ed | lead | prox_lead
+  std::string name = "dpsgd";  // dpsgd | deepsqueeze | choco | nids | ed | lead | prox_lead | lsgd
   double eta = 1.0;            // DeepSqueeze averaging rate eta in (0,1]
   double gamma = 1.0;          // CHOCO consensus step; LEAD/Prox-LEAD dual step gamma; 0 = the method's default
   bool gamma_adapt = false;    // CHOCO: halve gamma when this node's relative disagreement keeps growing
