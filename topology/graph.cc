@@ -2,6 +2,7 @@
 // lists, symmetrisation and connectivity.
 #include <algorithm>
 #include <deque>
+#include <utility>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -16,25 +17,29 @@ void sortUnique(std::vector<std::uint32_t>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-// Marks every node reachable from node 0 along `adj`; returns true if that is all of them.
-bool reachesAll(const std::vector<std::vector<std::uint32_t>>& adj) {
-  const std::size_t n = adj.size();
-  std::vector<char> seen(n, 0);
-  std::deque<std::uint32_t> queue{0};
-  seen[0] = 1;
+// Breadth-first search from `from` along `adj`: the number of nodes reached and the largest hop count.
+std::pair<std::size_t, unsigned> search(const std::vector<std::vector<std::uint32_t>>& adj, std::uint32_t from) {
+  std::vector<unsigned> hops(adj.size(), ~0u);
+  std::deque<std::uint32_t> queue{from};
+  hops[from] = 0;
   std::size_t count = 1;
+  unsigned farthest = 0;
   while (!queue.empty()) {
     const std::uint32_t u = queue.front();
     queue.pop_front();
     for (std::uint32_t v : adj[u]) {
-      if (seen[v]) continue;
-      seen[v] = 1;
+      if (hops[v] != ~0u) continue;
+      hops[v] = hops[u] + 1;
+      farthest = std::max(farthest, hops[v]);
       ++count;
       queue.push_back(v);
     }
   }
-  return count == n;
+  return {count, farthest};
 }
+
+// Whether every node is reachable from node 0 along `adj`.
+bool reachesAll(const std::vector<std::vector<std::uint32_t>>& adj) { return search(adj, 0).first == adj.size(); }
 
 }  // namespace
 
@@ -65,6 +70,16 @@ bool isConnected(const Graph& g) {
   // Undirected: out == in, so one search suffices. Directed: strongly connected iff node 0 reaches
   // everyone and everyone reaches node 0 (search along the reversed edges).
   return !g.directed || reachesAll(g.in);
+}
+
+unsigned diameter(const Graph& g) {
+  unsigned d = 0;
+  for (std::uint32_t i = 0; i < g.size(); ++i) {
+    const auto [reached, farthest] = search(g.out, i);
+    if (reached != g.size()) return static_cast<unsigned>(g.size());
+    d = std::max(d, farthest);
+  }
+  return d;
 }
 
 unsigned exponentialTau(std::size_t n) {

@@ -87,6 +87,10 @@ Spectrum analyze(const Eigen::MatrixXd& W);
 // Strongly connected for a directed graph, connected for an undirected one; true for n <= 1.
 bool isConnected(const Graph& g);
 
+// The largest hop count of a shortest path along the send edges (out), i.e. how many rounds a value
+// flooded one hop per round needs to reach every node; size() if some node cannot reach another.
+unsigned diameter(const Graph& g);
+
 // Added declarations (helpers the CLI, the daemon and tests need to agree on).
 
 // tau = ceil(log2 n): number of exponential-graph hops, and the period of the one-peer sequence.

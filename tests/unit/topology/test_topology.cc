@@ -35,6 +35,20 @@ TEST_CASE("every kind gives a simple connected graph for n in {1,2,3,4,7,16}") {
   }
 }
 
+TEST_CASE("diameter: the rounds a value flooded one hop per round needs to reach every node") {
+  CHECK(diameter(buildGraph(iota(1), params(Kind::Ring))) == 0);
+  CHECK(diameter(buildGraph(iota(6), params(Kind::Ring))) == 3);
+  CHECK(diameter(buildGraph(iota(7), params(Kind::Ring))) == 3);
+  CHECK(diameter(buildGraph(iota(12), params(Kind::Torus))) == 3);  // 3 x 4: 1 + 2 hops
+  CHECK(diameter(buildGraph(iota(9), params(Kind::Grid))) == 4);    // 3 x 3 without wrap: corner to corner
+  CHECK(diameter(buildGraph(iota(8), params(Kind::Complete))) == 1);
+  CHECK(diameter(buildGraph(iota(8), params(Kind::Star))) == 2);
+  CHECK(diameter(buildGraph(iota(8), params(Kind::Exponential))) == 3);  // directed: 7 = 1 + 2 + 4
+  Graph split = buildGraph(iota(4), params(Kind::Ring));
+  split.out[0].clear();  // node 0 sends to nobody: flooding never finishes
+  CHECK(diameter(split) == 4);
+}
+
 TEST_CASE("ring: sorted-id cycle plus extra successors on each side") {
   // Ids deliberately unsorted and sparse: the ring follows sorted order 3 < 10 < 20 < 40 < 41.
   const std::vector<PeerId> ids{40, 3, 20, 41, 10};
