@@ -86,6 +86,35 @@ bool SupportSchedule::offer(std::uint64_t chosenAt, SharedSupport s) {
   return inserted;
 }
 
+bool SupportSchedule::conflicts(std::uint64_t chosenAt, const SharedSupport& s) const {
+  const auto it = pending_.find(chosenAt);
+  return chosenAt >= oldestUseful_ && it != pending_.end() && !(it->second == s);
+}
+
+void SupportSchedule::save(ByteWriter& w) const {
+  w.put<std::uint64_t>(oldestUseful_);
+  w.put<std::uint64_t>(pending_.size());
+  for (const auto& [round, s] : pending_) {
+    w.put<std::uint64_t>(round);
+    writeSupport(s, w);
+  }
+}
+
+void SupportSchedule::load(ByteReader& r, std::uint32_t dim) {
+  const auto oldest = r.get<std::uint64_t>();
+  const auto count = r.get<std::uint64_t>();
+  if (count > r.remaining() / 20) throw DecodeError("cltk schedule: set count exceeds the checkpoint");
+  std::map<std::uint64_t, SharedSupport> pending;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto round = r.get<std::uint64_t>();
+    if (round < oldest || (!pending.empty() && round <= pending.rbegin()->first))
+      throw DecodeError("cltk schedule: rounds out of order");
+    pending.emplace(round, readSupport(r, dim));
+  }
+  oldestUseful_ = oldest;
+  pending_.swap(pending);
+}
+
 SharedSupport SupportSchedule::takeFor(std::uint64_t round) {
   if (round < delay_) return {};
   const std::uint64_t chosenAt = round - delay_;
@@ -102,7 +131,7 @@ namespace {
 
 class Cltk final : public detail::CodecBase<Cltk>, public CltkControl {
  public:
-  explicit Cltk(const CompressorSpec& spec) : count_(spec, "cltk") {}
+  explicit Cltk(const CompressorSpec& spec) : spec_(spec), count_(spec, "cltk") {}
 
   std::string_view name() const override { return count_.name(); }
   CodecId codec() const override { return CodecId::SharedSupport; }
@@ -120,12 +149,24 @@ class Cltk final : public detail::CodecBase<Cltk>, public CltkControl {
   }
 
   void setSupport(SharedSupport s) override { support_ = std::move(s); }
+  void setAlsoDecodable(std::vector<SharedSupport> sets) override { also_ = std::move(sets); }
   const SharedSupport& support() const override { return support_; }
   std::uint32_t supportSize(std::uint32_t dim) const override { return count_.k(dim); }
+  void leadNextEncode(bool useNow) override {
+    lead_ = true;
+    useNow_ = useNow;
+  }
+  std::optional<SharedSupport> takeChosen() override { return std::exchange(chosen_, std::nullopt); }
+  std::unique_ptr<Compressor> fresh() const override { return std::make_unique<Cltk>(spec_); }
 
   template <class T>
   void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
+    if (lead_) {
+      lead_ = false;
+      chosen_ = chooseSupport(x, count_.k(dim));
+      if (useNow_) support_ = *chosen_;
+    }
     GOSSIP_CHECK(support_.empty() || support_.dim() == dim, "cltk support installed for dim ", support_.dim(),
                  ", encoding dim ", dim);
     detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
@@ -142,20 +183,41 @@ class Cltk final : public detail::CodecBase<Cltk>, public CltkControl {
     if (h.param != 0) throw DecodeError("cltk payload: unexpected header param " + std::to_string(h.param));
     const auto k = r.get<std::uint32_t>();
     const auto fp = r.get<std::uint32_t>();
-    if (!support_.empty() && support_.dim() != h.dim)
-      throw DecodeError("cltk payload: local support is for dim " + std::to_string(support_.dim()));
-    if (k != support_.size() || fp != support_.fingerprintFor(h.dim))
+    // The empty set: the sender had no agreed set this round; it adds nothing, whatever ours is.
+    if (k == 0 && fp == supportFingerprint({}, h.dim)) {
+      r.expectEnd();
+      return;
+    }
+    const SharedSupport* s = matching(k, fp, h.dim);
+    if (!s)
       throw DecodeError("cltk payload: sender's support (k " + std::to_string(k) + ") differs from the local one (k " +
                         std::to_string(support_.size()) + ")");
     const auto values = r.take(4ull * k);
     r.expectEnd();
     detail::checkFiniteValues(values, "cltk");
-    detail::scatterAdd(values, support_.indices(), scale, acc);
+    detail::scatterAdd(values, s->indices(), scale, acc);
   }
 
  private:
+  // The known set a payload of k values with fingerprint fp (for a vector of dim) was encoded on, or null.
+  const SharedSupport* matching(std::uint32_t k, std::uint32_t fp, std::uint32_t dim) const {
+    const auto fits = [&](const SharedSupport& s) {
+      return (s.empty() || s.dim() == dim) && s.size() == k && s.fingerprintFor(dim) == fp;
+    };
+    if (fits(support_)) return &support_;
+    for (const auto& s : also_)
+      if (fits(s)) return &s;
+    return nullptr;
+  }
+
+  CompressorSpec spec_;
   detail::SparseCount count_;
-  SharedSupport support_;
+  mutable SharedSupport support_;  // mutable: a leader with delay 0 installs its choice inside encode
+  std::vector<SharedSupport> also_;
+  // Leader bookkeeping, written by the (const) encode: a cltk codec belongs to one node (header).
+  mutable bool lead_ = false;
+  mutable bool useNow_ = false;
+  mutable std::optional<SharedSupport> chosen_;
 };
 
 }  // namespace
@@ -163,5 +225,6 @@ class Cltk final : public detail::CodecBase<Cltk>, public CltkControl {
 std::unique_ptr<Compressor> makeCltk(const CompressorSpec& spec) { return std::make_unique<Cltk>(spec); }
 
 CltkControl* cltkControl(Compressor& c) { return dynamic_cast<CltkControl*>(&c); }
+const CltkControl* cltkControl(const Compressor& c) { return dynamic_cast<const CltkControl*>(&c); }
 
 }  // namespace gossip::compress

@@ -14,10 +14,13 @@
 //
 // Payload: header (param 0, dim), u32 k, u32 fingerprint, k f32 values in ascending index order. A
 // receiver whose support has a different fingerprint or size rejects it with DecodeError, so nodes that
-// disagree about the set never silently add values at the wrong coordinates.
+// disagree about the set never silently add values at the wrong coordinates. A receiver may be told of
+// further sets it accepts (setAlsoDecodable). And a payload on the empty set (k = 0, the sender had no agreed set) adds nothing and is accepted by every receiver,
+// so a node that missed an announcement costs its round's values, not its neighbours' messages.
 //
-// Thread-safety: SharedSupport is a plain value. The compressor reads its support during encode/decode;
-// installing a new set must not overlap those calls (the runtime does it between rounds).
+// Thread-safety: SharedSupport is a plain value. Unlike the other codecs a cltk codec has state (its
+// support, and the set it chose when leading), so each node needs its own (CltkControl::fresh); the
+// runtime installs a new set between rounds, never during encode/decode.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,8 +84,16 @@ class SupportSchedule {
   // the announcement to its neighbours), false for a duplicate. A duplicate that differs from the
   // recorded set is a DecodeError. Sets too old to be used are ignored (false).
   bool offer(std::uint64_t chosenAt, SharedSupport s);
+  // Whether offer(chosenAt, s) would be a conflict (a DecodeError), without recording anything: lets a
+  // runtime refuse a message before it changes any state.
+  bool conflicts(std::uint64_t chosenAt, const SharedSupport& s) const;
   // The set for round t; forgets sets chosen before t - delay.
   SharedSupport takeFor(std::uint64_t round);
+
+  // Checkpoint of the recorded sets (node count and delay come from the config). load validates every
+  // set against dim and leaves the schedule unchanged on a DecodeError.
+  void save(ByteWriter& w) const;
+  void load(ByteReader& r, std::uint32_t dim);
 
  private:
   std::uint32_t nodes_;
@@ -100,8 +111,19 @@ class CltkControl {
   virtual ~CltkControl() = default;
   virtual void setSupport(SharedSupport s) = 0;
   virtual const SharedSupport& support() const = 0;
+  // Further sets that payloads may use and this codec then decodes (matched by fingerprint): the set a
+  // neighbour announces with the values it sends, when this node does not have it (docs/cltk.md).
+  virtual void setAlsoDecodable(std::vector<SharedSupport> sets) = 0;
   virtual std::uint32_t supportSize(std::uint32_t dim) const = 0;
+  // Leading: the next encode also chooses the top-k of the vector it encodes (the error-compensated
+  // vector, whatever the algorithm compresses) and keeps it for takeChosen(); with useNow it installs
+  // that set before encoding (delay 0: a single node). One encode only; the flag clears itself.
+  virtual void leadNextEncode(bool useNow) = 0;
+  virtual std::optional<SharedSupport> takeChosen() = 0;
+  // A new codec with the same k rule and no support, for another node.
+  virtual std::unique_ptr<Compressor> fresh() const = 0;
 };
 CltkControl* cltkControl(Compressor& c);
+const CltkControl* cltkControl(const Compressor& c);
 
 }  // namespace gossip::compress

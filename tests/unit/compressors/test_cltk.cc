@@ -184,6 +184,82 @@ TEST_CASE("cltk on a ring: flooding with delay = diameter gives every node the s
   }
 }
 
+TEST_CASE("cltk: the empty set is accepted by any receiver, announced sets by fingerprint") {
+  const std::uint32_t dim = 32;
+  auto sender = makeNamed("cltk", 4), receiver = makeNamed("cltk", 4);
+  const gc::SharedSupport mine({0, 1, 2, 3}, dim), theirs({4, 9, 20, 31}, dim);
+  gc::cltkControl(*receiver)->setSupport(mine);
+  Rng rng(1);
+  const auto x = normals(rng, dim);
+  gc::Encoded e;
+  sender->encode(std::span<const double>(x), rng, e);  // no set yet: the empty set, no values
+  std::vector<double> acc(dim, 0.0);
+  receiver->decodeAdd(e.view(), std::span<double>(acc), 1.0);
+  CHECK(acc == std::vector<double>(dim, 0.0));
+  gc::cltkControl(*sender)->setSupport(theirs);
+  sender->encode(std::span<const double>(x), rng, e);
+  CHECK_THROWS_AS(receiver->decodeAdd(e.view(), std::span<double>(acc), 1.0), DecodeError);
+  gc::cltkControl(*receiver)->setAlsoDecodable({theirs});
+  receiver->decodeAdd(e.view(), std::span<double>(acc), 1.0);
+  for (std::uint32_t i = 0; i < dim; ++i) {
+    const bool on = i == 4 || i == 9 || i == 20 || i == 31;
+    CHECK(acc[i] == (on ? double(float(x[i])) : 0.0));
+  }
+}
+
+TEST_CASE("cltk: a leading encode takes the top-k of its own input; fresh() has no set") {
+  const std::uint32_t dim = 50;
+  auto c = makeNamed("cltk", 5);
+  auto* ctl = gc::cltkControl(*c);
+  Rng rng(4);
+  const auto x = normals(rng, dim);
+  const gc::SharedSupport old({1, 2, 3, 4, 5}, dim);
+  ctl->setSupport(old);
+  ctl->leadNextEncode(false);
+  gc::Encoded e;
+  c->encode(std::span<const double>(x), rng, e);
+  const auto want = gc::chooseSupport(std::span<const double>(x), 5);
+  CHECK(ctl->takeChosen() == want);
+  CHECK_FALSE(ctl->takeChosen().has_value());  // taken once
+  CHECK(ctl->support() == old);                // encoded on the installed set
+  c->encode(std::span<const double>(x), rng, e);
+  CHECK_FALSE(ctl->takeChosen().has_value());  // the flag lasts one encode
+  ctl->leadNextEncode(true);                   // delay 0: chosen and used at once
+  c->encode(std::span<const double>(x), rng, e);
+  CHECK(ctl->support() == want);
+  auto copy = gc::cltkControl(*c)->fresh();
+  CHECK(gc::cltkControl(*copy)->support().empty());
+  CHECK(gc::cltkControl(*copy)->supportSize(dim) == 5);
+  const gc::Compressor& asConst = *c;
+  CHECK(gc::cltkControl(asConst) != nullptr);
+  CHECK(gc::cltkControl(*makeNamed("topk", 5)) == nullptr);
+}
+
+TEST_CASE("SupportSchedule: conflicts() without recording, and a checkpoint round trip") {
+  gc::SupportSchedule sch(4, 2);
+  const gc::SharedSupport a({1, 2}, 10), b({3, 4}, 10);
+  CHECK_FALSE(sch.conflicts(0, a));
+  sch.offer(0, a);
+  CHECK(sch.conflicts(0, b));
+  CHECK_FALSE(sch.conflicts(0, a));
+  sch.offer(1, b);
+  Bytes saved;
+  ByteWriter w(saved);
+  sch.save(w);
+  gc::SupportSchedule copy(4, 2);
+  ByteReader r(saved);
+  copy.load(r, 10);
+  r.expectEnd();
+  CHECK(copy.takeFor(2) == a);
+  CHECK(copy.takeFor(3) == b);
+  gc::SupportSchedule other(4, 2);
+  ByteReader wrongDim(saved);
+  CHECK_THROWS_AS(other.load(wrongDim, 11), DecodeError);
+  ByteReader truncated(std::span<const std::byte>(saved).first(saved.size() - 1));
+  CHECK_THROWS_AS(other.load(truncated, 10), DecodeError);
+  CHECK(other.takeFor(2).empty());  // unchanged by the failed loads
+}
+
 TEST_CASE("ErrorFeedback beta=1: memory = p - c and transmitted + memory = sum of inputs") {
   auto c = makeNamed("topk", 3);
   const std::uint32_t d = 50;
