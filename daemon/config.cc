@@ -113,6 +113,20 @@ topology::TopologyParams topologyParams(const ClusterConfig& cluster) {
 
 topology::WeightRule weightRule(const ClusterConfig& cluster) { return topology::parseWeightRule(cluster.weights); }
 
+algo::AlgorithmParams algorithmParams(const Config& c) {
+  algo::AlgorithmParams p;
+  p.name = c.algorithm.name;
+  p.eta = c.algorithm.eta;
+  p.gamma = c.algorithm.gamma;
+  p.gamma_adapt = c.algorithm.gamma_adapt;
+  p.leader_pull = c.algorithm.leader_pull;
+  p.leader_period = c.algorithm.leader_period;
+  p.alpha = c.algorithm.alpha;
+  p.beta = c.compressor_beta;
+  p.seed = c.cluster.seed;
+  return p;
+}
+
 training::LrSchedule lrSchedule(const AlgorithmConfig& a) {
   training::LrSchedule s;
   s.kind = a.lr_schedule;

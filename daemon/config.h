@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "algorithms/algorithm.h"
 #include "compressors/compressor.h"
 #include "core/types.h"
 #include "topology/topology.h"
@@ -223,6 +224,9 @@ std::string withConfigKey(const std::string& message);
 // Conversions for the other modules. Both assume a validated config (they throw ConfigError otherwise).
 topology::TopologyParams topologyParams(const ClusterConfig& cluster);
 topology::WeightRule weightRule(const ClusterConfig& cluster);
+// The method's parameters as every node derives them (the simulator, `gossipd run` and the trainer bridge),
+// except the per-node incarnation and l1, which the runtime sets.
+algo::AlgorithmParams algorithmParams(const Config& config);
 
 // The [algorithm] step-size and local-step schedules as training's value types (t counts from 0):
 //   constant: lr                      step:   lr * lr_decay^floor(t / lr_decay_every)

@@ -233,14 +233,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   s.reference = only == nullptr && convex(c.model.kind) &&
                 static_cast<double>(totalRows) * static_cast<double>(p->model->dim()) <= kReferenceMaxEntries;
   if (s.reference && noFiniteOptimumPossible(c)) checkOptimumExists(*p, s.reference);
-  s.algorithm.name = c.algorithm.name;
-  s.algorithm.eta = c.algorithm.eta;
-  s.algorithm.gamma = c.algorithm.gamma;
-  s.algorithm.gamma_adapt = c.algorithm.gamma_adapt;
-  s.algorithm.leader_pull = c.algorithm.leader_pull;
-  s.algorithm.leader_period = c.algorithm.leader_period;
-  s.algorithm.alpha = c.algorithm.alpha;
-  s.algorithm.beta = c.compressor_beta;
+  s.algorithm = algorithmParams(c);
   s.compressor = p->compressor.get();
   s.estimator = {.kind = c.algorithm.estimator, .batch = c.algorithm.batch, .lsvrg_p = c.algorithm.lsvrg_p};
   s.topology = topologyParams(c.cluster);

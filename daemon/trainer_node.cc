@@ -6,18 +6,8 @@ namespace gossip::daemon {
 
 std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnation inc, const training::Vec& x0,
                                             const compress::Compressor& compressor, training::ExternalGradient*& gradient) {
-  // The same parameters sim::makeNode derives from the config, minus the data.
-  algo::AlgorithmParams p;
-  p.name = c.algorithm.name;
-  p.eta = c.algorithm.eta;
-  p.gamma = c.algorithm.gamma;
-  p.gamma_adapt = c.algorithm.gamma_adapt;
-  p.leader_pull = c.algorithm.leader_pull;
-  p.leader_period = c.algorithm.leader_period;
-  p.alpha = c.algorithm.alpha;
-  p.beta = c.compressor_beta;
+  algo::AlgorithmParams p = algorithmParams(c);
   p.l1 = c.model.l1;
-  p.seed = c.cluster.seed;
   p.incarnation = inc;
   auto algorithm = algo::makeAlgorithm(p, compressor, id, x0);
   auto est = std::make_unique<training::ExternalGradient>(x0.size());
