@@ -78,6 +78,8 @@ struct AlgorithmParams {
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
   double leader_pull = 0.1;    // lsgd: lambda, the pull toward the local leader (step lr * lambda)
   std::uint64_t leader_period = 1;  // lsgd: the pull acts in rounds t % leader_period == 0
+  std::uint32_t cltk_nodes = 0;     // cltk: the leader of round t is member id t % cltk_nodes (docs/cltk.md)
+  std::uint32_t cltk_delay = 0;     // cltk: round t uses the set chosen at t - cltk_delay (>= the diameter)
   std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)
   Incarnation incarnation = 0; // this node's life; a restart must not replay its previous life's streams
 };
@@ -99,8 +101,10 @@ class Algorithm {
   virtual std::string_view name() const = 0;
   virtual bool stateless() const = 0;
 
-  Vec& x() { return x_; }
-  const Vec& x() const { return x_; }
+  // The model. Virtual so that a wrapper (CltkRound) can expose its method's model; called a few times per
+  // round, never per element.
+  virtual Vec& x() { return x_; }
+  virtual const Vec& x() const { return x_; }
 
   // LEAD-type methods begin with a local (prox-)gradient step that sends nothing (k = 0 in ALGORITHMS.md
   // §4.5). The runtime calls startStep(g at x, lr) instead of prepare/apply while this is true.

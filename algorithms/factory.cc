@@ -2,6 +2,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/choco.h"
+#include "algorithms/cltk_round.h"
 #include "algorithms/leader.h"
 #include "algorithms/primal_dual.h"
 #include "algorithms/stateless.h"
@@ -17,9 +18,19 @@ std::span<const std::string_view> algorithmNames() { return kNames; }
 std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
                                          const Vec& x0) {
   const std::string& n = p.name;
-  if (c.codec() == compress::CodecId::SharedSupport)
-    throw ConfigError("compressor.name: cltk needs a support that the runtime chooses and floods every round "
-                      "(docs/cltk.md); no algorithm runtime provides it yet");
+  if (const auto* cltk = compress::cltkControl(c)) {
+    // The method runs on a codec of its own (a cltk codec holds the node's support), inside CltkRound.
+    if (n != "choco" && n != "deepsqueeze")
+      throw ConfigError("compressor.name: cltk works with algorithm choco or deepsqueeze, not " + n +
+                        " (it needs error-compensated messages, docs/cltk.md)");
+    if (p.cltk_nodes == 0) throw ConfigError("cltk: the number of leaders (the initial node count) must be set");
+    AlgorithmParams inner = p;
+    return std::make_unique<CltkRound>(p, cltk->fresh(), self, x0,
+                                       [inner, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
+                                         if (inner.name == "choco") return std::make_unique<Choco>(inner, own, self, x);
+                                         return std::make_unique<DeepSqueeze>(inner, own, self, x);
+                                       });
+  }
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
   if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);

@@ -66,6 +66,13 @@ class MiniNet {
     for (const auto& [id, e] : engines_) m.push_back(id);
     return m;
   }
+  // Messages the alive nodes' engines rejected so far (for stateless methods a rejected message counts
+  // as missing; replica methods throw instead).
+  std::uint64_t rejectedTotal() const {
+    std::uint64_t n = 0;
+    for (const auto& [id, e] : engines_) n += e->stats().rejectedTotal();
+    return n;
+  }
   // Largest relative error max_i ||x_i - xs|| / ||xs||.
   double maxRelError(const Vec& xs) const {
     double err = 0.0;
