@@ -124,6 +124,18 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
   p.alpha = c.algorithm.alpha;
   p.beta = c.compressor_beta;
   p.seed = c.cluster.seed;
+  if (c.compressor.name == "cltk") {
+    p.cltk_nodes = c.cluster.nodes;
+    p.cltk_delay = c.compressor_cltk_delay;
+    if (p.cltk_delay == 0) {
+      // Flooded along the send edges of the initial graph (a directed graph's diameter bounds the
+      // symmetrised one's, which the replica methods use). A graph that changes later (churn, the
+      // time-varying exponential) may need more: set compressor.cltk_delay then.
+      std::vector<PeerId> ids(c.cluster.nodes);
+      for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
+      p.cltk_delay = topology::diameter(topology::buildGraph(ids, topologyParams(c.cluster)));
+    }
+  }
   return p;
 }
 

@@ -190,6 +190,7 @@ struct Config {
   AlgorithmConfig algorithm;
   compress::CompressorSpec compressor;  // [compressor] without beta
   double compressor_beta = 1.0;         // [compressor].beta: error-feedback low-pass factor, (0,1]
+  std::uint32_t compressor_cltk_delay = 0;  // [compressor].cltk_delay: rounds a cltk set takes to spread; 0 = diameter
   ModelConfig model;
   DataConfig data;
   FaultsConfig faults;
@@ -225,7 +226,8 @@ std::string withConfigKey(const std::string& message);
 topology::TopologyParams topologyParams(const ClusterConfig& cluster);
 topology::WeightRule weightRule(const ClusterConfig& cluster);
 // The method's parameters as every node derives them (the simulator, `gossipd run` and the trainer bridge),
-// except the per-node incarnation and l1, which the runtime sets.
+// except the per-node seed, incarnation and l1, which the runtime sets. With cltk: the initial nodes lead
+// in turn, and a cltk_delay of 0 becomes the diameter of the initial graph.
 algo::AlgorithmParams algorithmParams(const Config& config);
 
 // The [algorithm] step-size and local-step schedules as training's value types (t counts from 0):
