@@ -12,11 +12,12 @@ namespace {
 constexpr std::uint32_t kChocoTag = serial::fourcc("CHOC");    // before the adaptive step: no gamma saved
 constexpr std::uint32_t kChocoTagV2 = serial::fourcc("CHO2");  // + gamma and its watch
 
-// min(1, 2 delta): see choco.h.
+// min(1, 2 delta), or delta for a support chosen without looking at x: see choco.h.
 double defaultGamma(const compress::Compressor& c, std::size_t dim) {
   const auto q = c.quality(static_cast<std::uint32_t>(dim));
   const double delta = q.kind == compress::Quality::Kind::Contraction ? q.value : 1.0 / (1.0 + q.value);
-  return std::min(1.0, 2.0 * delta);
+  const bool blindSupport = c.codec() == compress::CodecId::RandK || c.codec() == compress::CodecId::SharedSupport;
+  return std::min(1.0, (blindSupport ? 1.0 : 2.0) * delta);
 }
 }  // namespace
 

@@ -63,7 +63,7 @@ Run run(double gamma, bool adapt, Round rounds) {
 
 }  // namespace
 
-TEST_CASE("choco: gamma = 0 takes min(1, 2 delta) of the compressor at the model's size; a given gamma is kept") {
+TEST_CASE("choco: gamma = 0 takes min(1, 2 delta) of the compressor at the model's size (delta for rand-k and cltk); a given gamma is kept") {
   const Vec x0 = Vec::Zero(1000);
   auto topk = compress::makeCompressor({.name = "topk", .ratio = 0.01});
   auto fp32 = compress::makeCompressor({.name = "fp32"});
@@ -77,6 +77,14 @@ TEST_CASE("choco: gamma = 0 takes min(1, 2 delta) of the compressor at the model
   REQUIRE(q.kind == compress::Quality::Kind::Contraction);
   CHECK(gammaOf(*qsgd, 0.0) == doctest::Approx(std::min(1.0, 2.0 * q.value)).epsilon(1e-15));
   CHECK(gammaOf(*topk, 0.3) == 0.3);
+  // A support chosen without looking at x: delta itself.
+  auto randk = compress::makeCompressor({.name = "randk", .ratio = 0.01});
+  auto unbiasedRandk = compress::makeCompressor({.name = "randk", .ratio = 0.01, .unbiased = true});
+  CHECK(gammaOf(*randk, 0.0) == doctest::Approx(0.01).epsilon(1e-15));
+  CHECK(gammaOf(*unbiasedRandk, 0.0) == doctest::Approx(0.01).epsilon(1e-15));
+  auto cltk = compress::makeCompressor({.name = "cltk", .ratio = 0.01});
+  CHECK(algo::makeAlgorithm({.name = "choco", .gamma = 0.0, .cltk_nodes = 4}, *cltk, 0, x0)->consensusStep() ==
+        doctest::Approx(0.01).epsilon(1e-15));
   // Methods without a consensus step report none.
   CHECK(std::isnan(algo::makeAlgorithm({.name = "dpsgd"}, *topk, 0, x0)->consensusStep()));
 }
