@@ -7,7 +7,9 @@
 # on Fashion-MNIST with algorithm.lr_auto, where each daemon computes the step from every node's shard and
 # must print the simulator's step and end with its models. That case also evaluates (monitor.eval_every, on
 # the first 500 test images): each daemon's final accuracy must be its last model's on all 10,000 test
-# images, the number the simulator reports for that node. And lsgd, whose messages carry a loss trailer.
+# images, the number the simulator reports for that node. And lsgd, whose messages carry a loss trailer;
+# and CHOCO and DeepSqueeze with cltk, whose messages carry the leaders' sets (the ring's diameter is 4:
+# from round 4 on every message has values on a set chosen by another daemon).
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 N=8
@@ -19,7 +21,8 @@ idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz -
      --set data.scaling=standardize --set data.partition=dirichlet --set data.dirichlet_alpha=0.5
      --set model.kind=softmax --set algorithm.rounds=20)
 for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "choco topk idx 0 false" \
-            "choco topk synthetic 20 false" "prox_lead lead idx 0 true" "lsgd topk synthetic 0 false"; do
+            "choco topk synthetic 20 false" "prox_lead lead idx 0 true" "lsgd topk synthetic 0 false" \
+            "choco cltk synthetic 0 false" "deepsqueeze cltk synthetic 0 false"; do
   read -r algo comp data consensus auto <<<"$case"
   extra=(--set algorithm.final_consensus_rounds=$consensus --set algorithm.lr_auto=$auto)
   [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
