@@ -326,6 +326,33 @@ def leader_table():
               f"{100 * x['node_accuracy_max']:.1f}% | {x['bytes_sent'] / 1e6:,.1f} |")
 
 
+def cltk_table():
+    """CLT-k against top-k at the same k (scripts/run_results.sh cltk)."""
+    rows = [(f"deepsqueeze_{c}_{e}", "DeepSqueeze", c, f"η = {e}") for e in ("0.02", "0.005") for c in ("topk", "cltk")]
+    rows += [("choco_topk_default", "CHOCO", "topk", "γ = 0.0201 (default, 2δ)"),
+             ("choco_cltk_0.0201", "CHOCO", "cltk", "γ = 0.0201 (2δ)"),
+             ("choco_cltk_default", "CHOCO", "cltk", "γ = 0.01 (default, δ)"),
+             ("choco_topk_0.01", "CHOCO", "topk", "γ = 0.01"),
+             ("choco_randk_0.0201", "CHOCO", "randk", "γ = 0.0201 (2δ)"),
+             ("choco_randk_default", "CHOCO", "randk", "γ = 0.01 (default, δ)")]
+    runs = [(load(f"cltk_{name}"), m, c, step) for name, m, c, step in rows]
+    if not all(r for r, *_ in runs):
+        return
+    marks = (500, 1000, 2000, 3000)
+    print("| method | compressor | step | average model at round " + " / ".join(f"{m:,}" for m in marks) +
+          " | nodes at 3,000 (min – mean) | relative consensus at 3,000 | MB sent | bytes per message |")
+    print("|---|---|---|---|---|---|---|---|")
+    names = {"topk": "top-1%", "cltk": "CLT-k 1%", "randk": "rand-k 1%"}
+    for r, m, c, step in runs:
+        at = {x["round"]: x for x in r["records"]}
+        x = at[3000]
+        acc = " / ".join(f"{100 * at[k]['accuracy']:.1f}" for k in marks)
+        per_msg = x["bytes_sent"] / (3000 * 32)  # 16-node ring: 16 nodes send to 2 neighbours a round
+        print(f"| {m} | {names[c]} | {step} | {acc}% | {100 * x['node_accuracy_min']:.1f} – "
+              f"{100 * x['node_accuracy_mean']:.1f}% | {x['relative_consensus']:.1e} | {x['bytes_sent'] / 1e6:,.1f} | "
+              f"{per_msg:,.0f} |")
+
+
 def curve_table():
     r = load("curve_cost")
     if not r:
@@ -375,6 +402,7 @@ SECTIONS = {
     "TABLE_LEADER": leader_table,
     "TABLE_CNN_TTA": cnn_tta_table,
     "TABLE_GAMMA": gamma_table,
+    "TABLE_CLTK": cltk_table,
 }
 
 

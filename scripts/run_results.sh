@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
-#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma leader; default all)
+#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma leader cltk; default all)
 # RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
@@ -10,7 +10,7 @@ OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma leader)
+[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma leader cltk)
 
 run() {  # run NAME CONFIG [--set ...]   (CONFIG "" : the defaults and the --set lines only)
   local name=$1 config=$2
@@ -139,6 +139,29 @@ for s in "${sections[@]}"; do
     run gamma_ring_choco_0.05_adapt "$F" "${C[@]}" --set algorithm.gamma=0.05
     run gamma_torus_choco_default "$F" "${T[@]}" "${C[@]}"
     run gamma_ring_choco_default "$F" "${C[@]}"
+    ;;
+  cltk)
+    # CLT-k (docs/cltk.md) against top-k at the same k = 1% on the softmax setup of `fmnist` (16-node ring,
+    # diameter 8: round t uses the set the leader of round t - 8 chose), 3,000 rounds. DeepSqueeze at
+    # fmnist's eta = 0.02 and at 0.005; CHOCO at the defaults (2 delta = 0.0201 for top-k, delta = 0.01 for
+    # cltk), cltk at 2 delta too, and top-k at delta; rand-k (another support chosen without looking at x)
+    # at 2 delta and at its default delta.
+    F=experiments/fmnist_softmax.toml
+    for e in 0.02 0.005; do
+      for c in topk cltk; do
+        run "cltk_deepsqueeze_${c}_$e" "$F" --set algorithm.name=deepsqueeze --set algorithm.eta=$e \
+          --set compressor.name=$c --set compressor.ratio=0.01
+      done
+    done
+    for run in topk: cltk:0.0201 cltk: topk:0.01 randk:0.0201 randk:; do
+      c=${run%:*} g=${run#*:}
+      run "cltk_choco_${c}_${g:-default}" "$F" --set algorithm.name=choco --set compressor.name=$c \
+        --set compressor.ratio=0.01 ${g:+--set algorithm.gamma=$g}
+    done
+    $PLOT "$OUT"/cltk_deepsqueeze_{topk,cltk}_0.005.json "$OUT"/cltk_choco_{topk,cltk,randk}_default.json \
+      -o "$OUT/cltk.png" --labels "DeepSqueeze top-1%, η 0.005" "DeepSqueeze CLT-k 1%, η 0.005" "CHOCO top-1%, γ 0.02" \
+      "CHOCO CLT-k 1%, γ 0.01" "CHOCO rand-k 1%, γ 0.01" \
+      --title "Fashion-MNIST softmax, 16-node ring, Dirichlet(0.5)"
     ;;
   *) echo "unknown section $s" >&2; exit 2 ;;
   esac
