@@ -18,13 +18,13 @@ CltkRound::CltkRound(const AlgorithmParams& p, std::unique_ptr<compress::Compres
       codec_(std::move(codec)),
       ctl_(compress::cltkControl(*codec_)),
       inner_(make(*codec_, x0)),
-      schedule_(p.cltk_nodes, p.cltk_delay) {
+      schedule_(p.cltk_nodes, p.cltk_delay, p.cltk_period) {
   GOSSIP_CHECK(ctl_ != nullptr, "CltkRound needs a cltk codec");
 }
 
 void CltkRound::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   ctl_->setSupport(schedule_.takeFor(t));
-  const bool leads = schedule_.leader(t) == self_;
+  const bool leads = schedule_.choosing(t) && schedule_.leader(t) == self_;
   if (leads) ctl_->leadNextEncode(/*useNow=*/p_.cltk_delay == 0);
   inner_->prepare(t, g, lr, out);
   if (leads) {
@@ -44,8 +44,8 @@ void CltkRound::prepare(Round t, const Vec& g, double lr, compress::Encoded& out
   // A neighbour whose edge is new may not have heard of the set these values use: say which it is.
   if (announceCurrent_ > 0) {
     --announceCurrent_;
-    if (!ctl_->support().empty() && t >= p_.cltk_delay) {
-      w.put<std::uint64_t>(t - p_.cltk_delay);
+    if (!ctl_->support().empty()) {
+      w.put<std::uint64_t>(*schedule_.chosenFor(t));
       compress::writeSupport(ctl_->support(), w);
       ++count;
     }
@@ -82,7 +82,7 @@ void CltkRound::apply(Round t, std::span<const Incoming> msgs, const topology::M
         const auto chosenAt = r.get<std::uint64_t>();
         auto set = compress::readSupport(r, dim);
         if (schedule_.conflicts(chosenAt, set)) throw DecodeError("a different set than the recorded one");
-        if (t >= p_.cltk_delay && chosenAt == t - p_.cltk_delay) current_.push_back(set);  // what its values use
+        if (chosenAt == schedule_.chosenFor(t)) current_.push_back(set);  // what its values use
         heard_.push_back({chosenAt, std::move(set)});
       }
       r.expectEnd();
@@ -116,7 +116,7 @@ void CltkRound::save(ByteWriter& w) const {
 void CltkRound::load(ByteReader& r) {
   serial::expectTag(r, kCltkTag, "cltk state");
   const auto dim = static_cast<std::uint32_t>(x().size());
-  compress::SupportSchedule schedule(p_.cltk_nodes, p_.cltk_delay);
+  compress::SupportSchedule schedule(p_.cltk_nodes, p_.cltk_delay, p_.cltk_period);
   schedule.load(r, dim);
   const auto count = r.get<std::uint64_t>();
   if (count > r.remaining() / 20) throw DecodeError("cltk state: announcement count exceeds the checkpoint");

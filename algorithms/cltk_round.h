@@ -21,9 +21,11 @@
 // values use; receivers decode a message on that set when it is not theirs. Receiving is thus per
 // sender: the ScaleCom property "one set everywhere" holds in steady state, correctness always.
 //
+// With cltk_period R > 1 a set is chosen only in rounds t % R == 0 and used for R rounds (not in ScaleCom):
+// the announcements cost 1/R as much, and the sets are up to R - 1 rounds staler (docs/cltk.md).
 // Wire: method payload, then records {u64 round, support announcement}, then u32 record count and
-// u32 records' byte length. The leader's id is the member id t mod nodes: the initial members 0..n-1
-// lead in turn; a member that joined later with a larger id never leads.
+// u32 records' byte length. The leader of a choosing round t is member id (t / R) mod nodes: the initial
+// members 0..n-1 lead in turn; a member that joined later with a larger id never leads.
 #include <functional>
 #include <memory>
 #include <vector>

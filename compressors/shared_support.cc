@@ -74,8 +74,10 @@ SharedSupport readSupport(ByteReader& r, std::uint32_t expectedDim) {
 
 // ---------------------------------------------------------------- schedule
 
-SupportSchedule::SupportSchedule(std::uint32_t nodes, std::uint32_t delay) : nodes_(nodes), delay_(delay) {
+SupportSchedule::SupportSchedule(std::uint32_t nodes, std::uint32_t delay, std::uint32_t period)
+    : nodes_(nodes), delay_(delay), period_(period) {
   if (nodes == 0) throw ConfigError("cltk: node count must be positive");
+  if (period == 0) throw ConfigError("compressor.cltk_period must be >= 1");
 }
 
 bool SupportSchedule::offer(std::uint64_t chosenAt, SharedSupport s) {
@@ -116,12 +118,16 @@ void SupportSchedule::load(ByteReader& r, std::uint32_t dim) {
 }
 
 SharedSupport SupportSchedule::takeFor(std::uint64_t round) {
-  if (round < delay_) return {};
-  const std::uint64_t chosenAt = round - delay_;
+  const auto chosenAt = chosenFor(round);
+  if (!chosenAt) return {};
   SharedSupport out;
-  if (auto it = pending_.find(chosenAt); it != pending_.end()) out = std::move(it->second);
-  pending_.erase(pending_.begin(), pending_.upper_bound(chosenAt));
-  oldestUseful_ = chosenAt + 1;
+  if (auto it = pending_.find(*chosenAt); it != pending_.end()) out = it->second;
+  pending_.erase(pending_.begin(), pending_.lower_bound(*chosenAt));
+  // The set stays useful while a later round of its period will use it: a copy that arrives late is
+  // still recorded (and forwarded) for those rounds.
+  const bool usedLater = chosenFor(round + 1) == chosenAt;
+  if (!usedLater) pending_.erase(*chosenAt);
+  oldestUseful_ = usedLater ? *chosenAt : *chosenAt + 1;
   return out;
 }
 

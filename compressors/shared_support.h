@@ -71,14 +71,24 @@ SharedSupport readSupport(ByteReader& r, std::uint32_t expectedDim);
 std::size_t supportAnnouncementBytes(std::uint32_t dim, std::uint32_t k);
 
 // Round bookkeeping for a graph of n nodes whose announcements need `delay` rounds (the diameter, when
-// flooded one hop per round) to reach everyone: the leader of round t is t mod n, and round t uses the
-// set chosen at round t - delay (the empty set for t < delay or if that announcement never arrived).
+// flooded one hop per round) to reach everyone. A set is chosen every `period` rounds (rounds t with
+// t % period == 0; the leader of such a round is (t / period) mod n) and used for `period` rounds: round t
+// uses the set chosen at chosenFor(t) = floor((t - delay) / period) * period (the empty set for t < delay
+// or if that announcement never arrived). period 1 is ScaleCom's schedule (a new set every round).
 class SupportSchedule {
  public:
-  SupportSchedule(std::uint32_t nodes, std::uint32_t delay);
+  SupportSchedule(std::uint32_t nodes, std::uint32_t delay, std::uint32_t period = 1);
 
-  std::uint32_t leader(std::uint64_t round) const { return static_cast<std::uint32_t>(round % nodes_); }
+  bool choosing(std::uint64_t round) const { return round % period_ == 0; }
+  // The leader of a choosing round.
+  std::uint32_t leader(std::uint64_t round) const { return static_cast<std::uint32_t>((round / period_) % nodes_); }
   std::uint32_t delay() const { return delay_; }
+  std::uint32_t period() const { return period_; }
+  // The round whose set round t uses; nullopt for t < delay.
+  std::optional<std::uint64_t> chosenFor(std::uint64_t round) const {
+    if (round < delay_) return std::nullopt;
+    return (round - delay_) / period_ * period_;
+  }
 
   // Records the set chosen at round `chosenAt`. Returns true the first time (the caller then forwards
   // the announcement to its neighbours), false for a duplicate. A duplicate that differs from the
@@ -87,7 +97,7 @@ class SupportSchedule {
   // Whether offer(chosenAt, s) would be a conflict (a DecodeError), without recording anything: lets a
   // runtime refuse a message before it changes any state.
   bool conflicts(std::uint64_t chosenAt, const SharedSupport& s) const;
-  // The set for round t; forgets sets chosen before t - delay.
+  // The set for round t; forgets the sets no later round will use.
   SharedSupport takeFor(std::uint64_t round);
 
   // Checkpoint of the recorded sets (node count and delay come from the config). load validates every
@@ -98,6 +108,7 @@ class SupportSchedule {
  private:
   std::uint32_t nodes_;
   std::uint32_t delay_;
+  std::uint32_t period_;
   std::uint64_t oldestUseful_ = 0;  // sets chosen before this round will never be used
   std::map<std::uint64_t, SharedSupport> pending_;
 };

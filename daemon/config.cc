@@ -127,6 +127,7 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
   if (c.compressor.name == "cltk") {
     p.cltk_nodes = c.cluster.nodes;
     p.cltk_delay = c.compressor_cltk_delay;
+    p.cltk_period = c.compressor_cltk_period;
     if (p.cltk_delay == 0) {
       // Flooded along the send edges of the initial graph (a directed graph's diameter bounds the
       // symmetrised one's, which the replica methods use). A graph that changes later (churn, the

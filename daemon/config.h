@@ -191,6 +191,7 @@ struct Config {
   compress::CompressorSpec compressor;  // [compressor] without beta
   double compressor_beta = 1.0;         // [compressor].beta: error-feedback low-pass factor, (0,1]
   std::uint32_t compressor_cltk_delay = 0;  // [compressor].cltk_delay: rounds a cltk set takes to spread; 0 = diameter
+  std::uint32_t compressor_cltk_period = 1;  // [compressor].cltk_period: rounds each cltk set is used
   ModelConfig model;
   DataConfig data;
   FaultsConfig faults;

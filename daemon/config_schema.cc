@@ -84,6 +84,7 @@ const KeySpec kSchema[] = {
     K(compressor, inf_norm),
     KeySpec{"compressor", "beta", [](Config& c) -> Slot { return &c.compressor_beta; }, Range::leftOpen(0, 1)},
     KeySpec{"compressor", "cltk_delay", [](Config& c) -> Slot { return &c.compressor_cltk_delay; }, Range::atLeast(0)},
+    KeySpec{"compressor", "cltk_period", [](Config& c) -> Slot { return &c.compressor_cltk_period; }, Range::atLeast(1)},
 
     K(model, kind, {}, choicesOf<kModelKinds>),
     K(model, hidden, Range::atLeast(1)),

@@ -69,25 +69,33 @@ std::set<std::vector<std::uint32_t>> setsInUse(MiniNet& net) {
 }  // namespace
 
 TEST_CASE("cltk round: every node uses the top-k the leader of round t - delay took of what it compressed") {
+  // period 1: a new set every round (ScaleCom); period 4: chosen in rounds 0, 4, 8, ... and used 4 rounds.
   auto c = cltk();
-  const auto p = params("choco");
-  MiniNet net(kNodes, gossipOnly(p, *c, kDim));
-  std::map<Round, std::vector<std::uint32_t>> chosen;  // computed here from the leader's state
-  for (Round t = 0; t < 20; ++t) {
-    // Gossip only (zero gradient): CHOCO compresses x - x_hat, and x_hat is its public state.
-    algo::Node* leader = net.nodes().at(static_cast<PeerId>(t % kNodes));
-    const auto pub = leader->algorithm().publicState();
-    const Vec q = leader->algorithm().x() - Eigen::Map<const Vec>(pub.data(), kDim);
-    const auto s = compress::chooseSupport(std::span<const double>(q.data(), kDim), 4);
-    chosen[t] = {s.indices().begin(), s.indices().end()};
-    net.round(t);
-    const auto inUse = setsInUse(net);
-    CAPTURE(t);
-    REQUIRE(inUse.size() == 1);
-    if (t < kDiameter)
-      CHECK(inUse.begin()->empty());
-    else
-      CHECK(*inUse.begin() == chosen.at(t - kDiameter));
+  for (const std::uint32_t period : {1u, 4u}) {
+    CAPTURE(period);
+    auto p = params("choco");
+    p.cltk_period = period;
+    MiniNet net(kNodes, gossipOnly(p, *c, kDim));
+    std::map<Round, std::vector<std::uint32_t>> chosen;  // computed here from the leaders' state
+    for (Round t = 0; t < 30; ++t) {
+      if (t % period == 0) {
+        // Gossip only (zero gradient): CHOCO compresses x - x_hat, and x_hat is its public state.
+        algo::Node* leader = net.nodes().at(static_cast<PeerId>((t / period) % kNodes));
+        const auto pub = leader->algorithm().publicState();
+        const Vec q = leader->algorithm().x() - Eigen::Map<const Vec>(pub.data(), kDim);
+        const auto s = compress::chooseSupport(std::span<const double>(q.data(), kDim), 4);
+        chosen[t] = {s.indices().begin(), s.indices().end()};
+      }
+      net.round(t);
+      const auto inUse = setsInUse(net);
+      CAPTURE(t);
+      REQUIRE(inUse.size() == 1);
+      if (t < kDiameter)
+        CHECK(inUse.begin()->empty());
+      else
+        CHECK(*inUse.begin() == chosen.at((t - kDiameter) / period * period));
+    }
+    CHECK(net.rejectedTotal() == 0);
   }
 }
 

@@ -235,6 +235,32 @@ TEST_CASE("cltk: a leading encode takes the top-k of its own input; fresh() has 
   CHECK(gc::cltkControl(*makeNamed("topk", 5)) == nullptr);
 }
 
+TEST_CASE("SupportSchedule with a period: a set every 3 rounds, each used 3 rounds, late copies still taken") {
+  gc::SupportSchedule sch(4, 2, 3);
+  CHECK(sch.choosing(0));
+  CHECK_FALSE(sch.choosing(1));
+  CHECK(sch.choosing(6));
+  CHECK(sch.leader(6) == 2);
+  CHECK(sch.leader(12) == 0);
+  CHECK_FALSE(sch.chosenFor(1).has_value());
+  CHECK(*sch.chosenFor(2) == 0);
+  CHECK(*sch.chosenFor(4) == 0);
+  CHECK(*sch.chosenFor(5) == 3);
+  const gc::SharedSupport a({1, 2}, 10), b({3, 4}, 10);
+  CHECK(sch.offer(0, a));
+  CHECK(sch.takeFor(2) == a);
+  CHECK(sch.takeFor(3) == a);
+  CHECK_FALSE(sch.offer(0, a));  // still in use: a duplicate, not forwarded again
+  CHECK(sch.takeFor(4) == a);
+  CHECK(sch.takeFor(5).empty());  // round 3's set has not arrived
+  CHECK(sch.offer(3, b));         // late, but rounds 6 and 7 still use it: recorded and forwarded
+  CHECK(sch.takeFor(6) == b);
+  CHECK(sch.takeFor(7) == b);
+  CHECK_FALSE(sch.offer(3, b));
+  CHECK_FALSE(sch.offer(0, a));   // too old
+  CHECK_THROWS_AS(gc::SupportSchedule(4, 2, 0), gossip::ConfigError);
+}
+
 TEST_CASE("SupportSchedule: conflicts() without recording, and a checkpoint round trip") {
   gc::SupportSchedule sch(4, 2);
   const gc::SharedSupport a({1, 2}, 10), b({3, 4}, 10);
