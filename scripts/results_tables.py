@@ -329,12 +329,14 @@ def leader_table():
 def cltk_table():
     """CLT-k against top-k at the same k (scripts/run_results.sh cltk)."""
     rows = [(f"deepsqueeze_{c}_{e}", "DeepSqueeze", c, f"η = {e}") for e in ("0.02", "0.005") for c in ("topk", "cltk")]
+    rows += [("deepsqueeze_cltk8_0.005", "DeepSqueeze", "cltk8", "η = 0.005")]
     rows += [("choco_topk_default", "CHOCO", "topk", "γ = 0.0201 (default, 2δ)"),
              ("choco_cltk_0.0201", "CHOCO", "cltk", "γ = 0.0201 (2δ)"),
              ("choco_cltk_default", "CHOCO", "cltk", "γ = 0.01 (default, δ)"),
              ("choco_topk_0.01", "CHOCO", "topk", "γ = 0.01"),
              ("choco_randk_0.0201", "CHOCO", "randk", "γ = 0.0201 (2δ)"),
-             ("choco_randk_default", "CHOCO", "randk", "γ = 0.01 (default, δ)")]
+             ("choco_randk_default", "CHOCO", "randk", "γ = 0.01 (default, δ)"),
+             ("choco_cltk8_default", "CHOCO", "cltk8", "γ = 0.01 (default, δ)")]
     runs = [(load(f"cltk_{name}"), m, c, step) for name, m, c, step in rows]
     if not all(r for r, *_ in runs):
         return
@@ -342,7 +344,7 @@ def cltk_table():
     print("| method | compressor | step | average model at round " + " / ".join(f"{m:,}" for m in marks) +
           " | nodes at 3,000 (min – mean) | relative consensus at 3,000 | MB sent | bytes per message |")
     print("|---|---|---|---|---|---|---|---|")
-    names = {"topk": "top-1%", "cltk": "CLT-k 1%", "randk": "rand-k 1%"}
+    names = {"topk": "top-1%", "cltk": "CLT-k 1%", "randk": "rand-k 1%", "cltk8": "CLT-k 1%, each set 8 rounds"}
     for r, m, c, step in runs:
         at = {x["round"]: x for x in r["records"]}
         x = at[3000]

@@ -145,18 +145,24 @@ for s in "${sections[@]}"; do
     # diameter 8: round t uses the set the leader of round t - 8 chose), 3,000 rounds. DeepSqueeze at
     # fmnist's eta = 0.02 and at 0.005; CHOCO at the defaults (2 delta = 0.0201 for top-k, delta = 0.01 for
     # cltk), cltk at 2 delta too, and top-k at delta; rand-k (another support chosen without looking at x)
-    # at 2 delta and at its default delta.
+    # at 2 delta and at its default delta; and cltk with each set used for 8 rounds.
     F=experiments/fmnist_softmax.toml
+    # cltk8: each set used for 8 rounds (compressor.cltk_period = 8), 1/8 of the announcements.
+    P8=(--set compressor.cltk_period=8)
     for e in 0.02 0.005; do
       for c in topk cltk; do
         run "cltk_deepsqueeze_${c}_$e" "$F" --set algorithm.name=deepsqueeze --set algorithm.eta=$e \
           --set compressor.name=$c --set compressor.ratio=0.01
       done
     done
-    for run in topk: cltk:0.0201 cltk: topk:0.01 randk:0.0201 randk:; do
+    run cltk_deepsqueeze_cltk8_0.005 "$F" --set algorithm.name=deepsqueeze --set algorithm.eta=0.005 \
+      --set compressor.name=cltk --set compressor.ratio=0.01 "${P8[@]}"
+    for run in topk: cltk:0.0201 cltk: topk:0.01 randk:0.0201 randk: cltk8:; do
       c=${run%:*} g=${run#*:}
-      run "cltk_choco_${c}_${g:-default}" "$F" --set algorithm.name=choco --set compressor.name=$c \
-        --set compressor.ratio=0.01 ${g:+--set algorithm.gamma=$g}
+      period=()
+      [ $c = cltk8 ] && period=("${P8[@]}")
+      run "cltk_choco_${c}_${g:-default}" "$F" --set algorithm.name=choco --set compressor.name=${c%8} \
+        --set compressor.ratio=0.01 ${g:+--set algorithm.gamma=$g} "${period[@]}"
     done
     $PLOT "$OUT"/cltk_deepsqueeze_{topk,cltk}_0.005.json "$OUT"/cltk_choco_{topk,cltk,randk}_default.json \
       -o "$OUT/cltk.png" --labels "DeepSqueeze top-1%, η 0.005" "DeepSqueeze CLT-k 1%, η 0.005" "CHOCO top-1%, γ 0.02" \
