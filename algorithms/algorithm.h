@@ -78,7 +78,7 @@ struct AlgorithmParams {
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
   double leader_pull = 0.1;    // lsgd: lambda, the pull toward the local leader (step lr * lambda)
   std::uint64_t leader_period = 1;  // lsgd: the pull acts in rounds t % leader_period == 0
-  std::uint32_t cltk_nodes = 0;     // cltk: the leader of round t is member id t % cltk_nodes (docs/cltk.md)
+  std::uint32_t cltk_nodes = 0;     // cltk: leaders are member ids 0..cltk_nodes-1, in turn (docs/cltk.md)
   std::uint32_t cltk_delay = 0;     // cltk: round t uses the set chosen at t - cltk_delay (>= the diameter)
   std::uint32_t cltk_period = 1;    // cltk: a set is chosen every cltk_period rounds and used that long
   std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)

@@ -13,8 +13,8 @@
 //    The factor 2 is measured, not derived: top-1% was stable up to about 3 delta on the torus. It holds
 //    for supports chosen from x itself (top-k), whose real contraction on a model is far above the
 //    nominal k/d. rand-k and cltk (a support chosen without looking at this node's x) achieve about the
-//    nominal delta, and drift apart at 2 delta (16-node ring, top-1%-sized: relative consensus 6-28 at
-//    3,000 rounds, docs/cltk.md); they default to delta, which was stable there.
+//    nominal delta, and drift apart at 2 delta (16-node ring, 1% of the softmax: relative consensus 9 and
+//    28 at 3,000 rounds, results §3); they default to delta, which was stable there.
 //  - gamma_adapt halves gamma whenever this node's relative disagreement ||xhat_i - sum_j w_ij xhat_j||^2 /
 //    ||x_i||^2, averaged over windows of kGammaWindow mixed rounds, has risen 3 windows in a row to 4x its
 //    lowest since it last fell (core/consensus_watch.h, the rule the drift warning uses). Every node sees

@@ -5,10 +5,10 @@
 // CltkRound wraps the method (the inner algorithm) and gives it a codec of its own (a cltk codec has
 // state: the support of the round, CltkControl::fresh), so the method's code is unchanged. Per round t:
 //   prepare: install the set chosen at t - delay (SupportSchedule::takeFor; empty if it never arrived);
-//            if this node leads round t (its id == t mod nodes), the codec also chooses the top-k of the
-//            vector the method compresses (its error-compensated vector); the method encodes; then the
-//            trailer carries the announcements this node forwards: its own new set and every set it
-//            heard of for the first time in round t - 1.
+//            if this node leads round t (with period 1: its id == t mod nodes), the codec also chooses
+//            the top-k of the vector the method compresses (its error-compensated vector); the method
+//            encodes; then the trailer carries the announcements this node forwards: its own new set and
+//            every set it heard of for the first time in round t - 1.
 //   apply:   split every arrived message into the method's payload and the announcements, check them all
 //            (a malformed trailer or a set that conflicts with a recorded one is a RejectedMessage, with
 //            nothing changed), let the method mix, then record the new sets for forwarding next round.

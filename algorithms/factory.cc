@@ -24,12 +24,11 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
       throw ConfigError("compressor.name: cltk works with algorithm choco or deepsqueeze, not " + n +
                         " (it needs error-compensated messages, docs/cltk.md)");
     if (p.cltk_nodes == 0) throw ConfigError("cltk: the number of leaders (the initial node count) must be set");
-    AlgorithmParams inner = p;
-    return std::make_unique<CltkRound>(p, cltk->fresh(), self, x0,
-                                       [inner, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
-                                         if (inner.name == "choco") return std::make_unique<Choco>(inner, own, self, x);
-                                         return std::make_unique<DeepSqueeze>(inner, own, self, x);
-                                       });
+    const auto method = [&p, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
+      if (p.name == "choco") return std::make_unique<Choco>(p, own, self, x);
+      return std::make_unique<DeepSqueeze>(p, own, self, x);
+    };  // called once, inside the constructor
+    return std::make_unique<CltkRound>(p, cltk->fresh(), self, x0, method);
   }
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);

@@ -15,8 +15,9 @@
 // Payload: header (param 0, dim), u32 k, u32 fingerprint, k f32 values in ascending index order. A
 // receiver whose support has a different fingerprint or size rejects it with DecodeError, so nodes that
 // disagree about the set never silently add values at the wrong coordinates. A receiver may be told of
-// further sets it accepts (setAlsoDecodable). And a payload on the empty set (k = 0, the sender had no agreed set) adds nothing and is accepted by every receiver,
-// so a node that missed an announcement costs its round's values, not its neighbours' messages.
+// further sets it accepts (setAlsoDecodable). And a payload on the empty set (k = 0: the sender had no
+// agreed set) adds nothing and is accepted by every receiver, so a node that missed an announcement
+// costs its own round's values, not its neighbours' messages.
 //
 // Thread-safety: SharedSupport is a plain value. Unlike the other codecs a cltk codec has state (its
 // support, and the set it chose when leading), so each node needs its own (CltkControl::fresh); the
