@@ -349,7 +349,10 @@ def cltk_table():
         at = {x["round"]: x for x in r["records"]}
         x = at[3000]
         acc = " / ".join(f"{100 * at[k]['accuracy']:.1f}" for k in marks)
-        per_msg = x["bytes_sent"] / (3000 * 32)  # 16-node ring: 16 nodes send to 2 neighbours a round
+        cfg = r["config"]
+        assert cfg["cluster"]["topology"] == "ring", "bytes per message assume a ring"
+        degree = 2 + 2 * cfg["cluster"]["extra"]  # every node sends to each ring neighbour every round
+        per_msg = x["bytes_sent"] / (cfg["algorithm"]["rounds"] * cfg["cluster"]["nodes"] * degree)
         print(f"| {m} | {names[c]} | {step} | {acc}% | {100 * x['node_accuracy_min']:.1f} – "
               f"{100 * x['node_accuracy_mean']:.1f}% | {x['relative_consensus']:.1e} | {x['bytes_sent'] / 1e6:,.1f} | "
               f"{per_msg:,.0f} |")
