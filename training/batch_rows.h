@@ -30,7 +30,7 @@ inline constexpr std::size_t kChunkRows = 256;
 // Growable per-thread buffers; `slot` picks one of several independent arrays.
 class Scratch {
  public:
-  static constexpr int kSlots = 8;
+  static constexpr int kSlots = 9;
   static double* get(int slot, std::size_t n) {
     thread_local std::vector<double> buffers[kSlots];
     auto& b = buffers[slot];

@@ -3,8 +3,10 @@
 // One estimator per node; it owns that node's sampling RNG and variance-reduction memory.
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/bytes.h"
+#include "core/error.h"
 #include "training/model.h"
 
 namespace gossip::training {
@@ -14,6 +16,12 @@ class GradientEstimator {
   virtual ~GradientEstimator() = default;
   // Writes an estimate of grad f_i(x) into g (resized) and returns the sampled loss.
   virtual double estimate(const Vec& x, Vec& g) = 0;
+  // estimate() with codistillation's term (Model::distillLossAndGrad): the gradient of the sampled loss plus
+  // weight * KL(teachers' mean prediction || this model's) on the same minibatch. Only minibatch SGD has it.
+  virtual double estimateDistilled(const Vec& x, std::span<const Vec* const> teachers, double weight, Vec& g) {
+    if (teachers.empty() || weight == 0.0) return estimate(x, g);
+    throw ConfigError("codistillation needs estimator.kind = \"sgd\" (a minibatch of the node's own data)");
+  }
   // Drops variance-reduction memory (after a warm restart or a model transfer).
   virtual void reset() {}
   // Per-sample gradients evaluated so far (full passes included): the work measure for "epochs".

@@ -37,6 +37,13 @@ double SgdEstimator::estimate(const Vec& x, Vec& g) {
   return model_.lossAndGrad(x, data_, batchRows(), g);
 }
 
+// The same draw as estimate(): with no teachers both give the same gradients from the same RNG state.
+double SgdEstimator::estimateDistilled(const Vec& x, std::span<const Vec* const> teachers, double weight, Vec& g) {
+  drawBatch();
+  evaluated_ += batch_;
+  return model_.distillLossAndGrad(x, data_, batchRows(), teachers, weight, g);
+}
+
 // ---------------------------------------------------------------- LSVRG
 
 LsvrgEstimator::LsvrgEstimator(const Model& model, const Dataset& data, std::vector<std::uint32_t> rows,

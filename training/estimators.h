@@ -87,6 +87,7 @@ class SgdEstimator final : public SampledEstimator {
  public:
   using SampledEstimator::SampledEstimator;
   double estimate(const Vec& x, Vec& g) override;
+  double estimateDistilled(const Vec& x, std::span<const Vec* const> teachers, double weight, Vec& g) override;
   void saveState(ByteWriter& w) const override;
   void loadState(ByteReader& r) override;
 };

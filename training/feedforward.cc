@@ -18,8 +18,9 @@ namespace {
 // Scratch slot plan: 0 = gathered input rows, 1..L = activations of layer l (the last one holds the
 // logits, later overwritten by the output delta), the two top slots alternate as back-propagated deltas.
 constexpr int kSlotInput = 0;
-constexpr int kSlotDeltaA = Scratch::kSlots - 2;
-constexpr int kSlotDeltaB = Scratch::kSlots - 1;
+constexpr int kSlotDeltaA = Scratch::kSlots - 3;
+constexpr int kSlotDeltaB = Scratch::kSlots - 2;
+constexpr int kSlotTeacher = Scratch::kSlots - 1;  // codistillation's target probabilities
 
 using ConstMatMap = Eigen::Map<const detail::RowMatrix>;
 using ConstVecMap = Eigen::Map<const Vec>;
@@ -150,6 +151,60 @@ double FeedForwardModel::lossAndGrad(const Vec& x, const Dataset& data, std::spa
   }
   grad += l2_ * x;
   return data_loss + 0.5 * l2_ * x.squaredNorm();
+}
+
+MatMap FeedForwardModel::teacherMean(std::span<const Vec* const> teachers, const Dataset& data, const RowSet& rows,
+                                     std::size_t begin, std::size_t count) const {
+  MatMap q = Scratch::matrix(kSlotTeacher, static_cast<Eigen::Index>(count), classes_);
+  q.setZero();
+  const double share = 1.0 / static_cast<double>(teachers.size());
+  for (const Vec* t : teachers) {
+    MatMap z = forward(*t, data, rows, begin, count);
+    for (Eigen::Index k = 0; k < z.rows(); ++k) {
+      auto row = z.row(k);
+      row = (row.array() - row.maxCoeff()).exp();
+      q.row(k) += (share / row.sum()) * row;
+    }
+  }
+  return q;
+}
+
+double FeedForwardModel::distillLossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
+                                            std::span<const Vec* const> teachers, double weight, Vec& grad) const {
+  if (teachers.empty() || weight == 0.0) return lossAndGrad(x, data, rows, grad);
+  checkShape(x, data);
+  for (const Vec* t : teachers)
+    GOSSIP_CHECK(static_cast<std::size_t>(t->size()) == dim_, name(), ": a teacher has ", t->size(), " entries, model ", dim_);
+  grad.setZero(static_cast<Eigen::Index>(dim_));
+  const RowSet set(rows);
+  double total = 0.0;
+  for (std::size_t begin = 0; begin < set.size(); begin += kChunkRows) {
+    const std::size_t count = std::min(kChunkRows, set.size() - begin);
+    MatMap q = teacherMean(teachers, data, set, begin, count);
+    MatMap z = forward(x, data, set, begin, count);  // after the teachers: forward reuses their scratch
+    for (Eigen::Index k = 0; k < z.rows(); ++k) {
+      const std::int32_t y = checkedLabel(data, set[begin + static_cast<std::size_t>(k)], classes_);
+      auto row = z.row(k);
+      const double m = row.maxCoeff();
+      const double lse = m + std::log((row.array() - m).exp().sum());  // log sum_c exp z_c
+      double kl = 0.0;  // sum_c q_c (log q_c - log p_c), with 0 log 0 = 0
+      for (Eigen::Index c = 0; c < row.size(); ++c)
+        if (q(k, c) > 0.0) kl += q(k, c) * (std::log(q(k, c)) - (row[c] - lse));
+      total += lse - row[y] + weight * kl;
+      // d/dz [CE + weight KL] = (p - e_y) + weight (p - q)
+      row = (row.array() - lse).exp();
+      row = (1.0 + weight) * row - weight * q.row(k);
+      row[y] -= 1.0;
+    }
+    backward(x, count, grad);
+  }
+  if (!rows.empty()) {
+    const double n = static_cast<double>(rows.size());
+    grad /= n;
+    total /= n;
+  }
+  grad += l2_ * x;
+  return total + 0.5 * l2_ * x.squaredNorm();
 }
 
 double FeedForwardModel::loss(const Vec& x, const Dataset& data) const {

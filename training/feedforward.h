@@ -31,6 +31,8 @@ class FeedForwardModel final : public Model {
   void init(Vec& x, Rng& rng) const override;
   double lossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
                      Vec& grad) const override;
+  double distillLossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
+                            std::span<const Vec* const> teachers, double weight, Vec& grad) const override;
   double loss(const Vec& x, const Dataset& data) const override;
   double accuracy(const Vec& x, const Dataset& data) const override;
   double l1() const override { return l1_; }
@@ -50,6 +52,9 @@ class FeedForwardModel final : public Model {
   // Summed cross-entropy over rows; when grad is given, accumulates the summed data gradient into it.
   double sumLoss(const Vec& x, const Dataset& data, const detail::RowSet& rows, Vec* grad) const;
   void backward(const Vec& x, std::size_t count, Vec& grad) const;
+  // The teachers' mean class probabilities on one chunk, in the teacher scratch slot.
+  detail::MatMap teacherMean(std::span<const Vec* const> teachers, const Dataset& data, const detail::RowSet& rows,
+                             std::size_t begin, std::size_t count) const;
   void checkShape(const Vec& x, const Dataset& data) const;
 
   std::size_t features_;

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "training/dataset.h"
 
@@ -21,6 +22,15 @@ class Model {
   // Mean smooth loss over `rows` of data (including the L2 term), and its gradient into grad (resized).
   virtual double lossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
                              Vec& grad) const = 0;
+  // Codistillation (algorithms/codistill.h): the mean over rows of CE(y, p(x)) + weight * KL(q || p(x)), with
+  // p(x) this model's class probabilities and q the mean of the teachers' class probabilities on the same
+  // rows, plus the L2 term; and its gradient in x (the teachers are constants). With no teachers or weight 0
+  // it is lossAndGrad. Only classifiers with a softmax output implement it.
+  virtual double distillLossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
+                                    std::span<const Vec* const> teachers, double weight, Vec& grad) const {
+    if (teachers.empty() || weight == 0.0) return lossAndGrad(x, data, rows, grad);
+    throw ConfigError("model " + name() + " cannot be codistilled: it needs a softmax output (model.kind = softmax or mlp)");
+  }
   // Mean smooth loss over all of data.
   virtual double loss(const Vec& x, const Dataset& data) const = 0;
   // Fraction of correctly classified samples.
