@@ -69,7 +69,7 @@ struct RejectedMessage : ProtocolError {
 };
 
 struct AlgorithmParams {
-  std::string name = "dpsgd";  // dpsgd | deepsqueeze | choco | nids | ed | lead | prox_lead | lsgd
+  std::string name = "dpsgd";  // dpsgd | deepsqueeze | choco | nids | ed | lead | prox_lead | lsgd | codistill
   double eta = 1.0;            // DeepSqueeze averaging rate eta in (0,1]
   double gamma = 1.0;          // CHOCO consensus step; LEAD/Prox-LEAD dual step gamma; 0 = the method's default
   bool gamma_adapt = false;    // CHOCO: halve gamma when this node's relative disagreement keeps growing
@@ -78,6 +78,8 @@ struct AlgorithmParams {
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
   double leader_pull = 0.1;    // lsgd: lambda, the pull toward the local leader (step lr * lambda)
   std::uint64_t leader_period = 1;  // lsgd: the pull acts in rounds t % leader_period == 0
+  double distill_weight = 1.0;      // codistill: alpha, the weight of the distillation term in the loss
+  std::uint64_t distill_period = 1; // codistill: neighbours' model copies are refreshed in rounds t % period == 0
   std::uint32_t cltk_nodes = 0;     // cltk: leaders are member ids 0..cltk_nodes-1, in turn (docs/cltk.md)
   std::uint32_t cltk_delay = 0;     // cltk: round t uses the set chosen at t - cltk_delay (>= the diameter)
   std::uint32_t cltk_period = 1;    // cltk: a set is chosen every cltk_period rounds and used that long
@@ -150,6 +152,12 @@ class Algorithm {
   // DeepSqueeze, the public replicas x_hat for CHOCO and y_hat = h + q for ED/LEAD/Prox-LEAD. Computed from
   // values apply() has at hand (no extra message, no allocation); NaN before the first apply().
   double disagreement() const { return disagreement_; }
+
+  // Codistillation: the neighbours' model copies whose mean prediction is this node's distillation target,
+  // and the term's weight. Node adds the term to every gradient through GradientEstimator::estimateDistilled.
+  // Empty (no term) for the other methods.
+  virtual std::span<const Vec* const> teachers() const { return {}; }
+  virtual double distillWeight() const { return 0.0; }
 
   // CHOCO's consensus step in use (it may have been adapted, choco.h); NaN for the other methods.
   virtual double consensusStep() const { return std::numeric_limits<double>::quiet_NaN(); }

@@ -2,6 +2,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/choco.h"
+#include "algorithms/codistill.h"
 #include "algorithms/cltk_round.h"
 #include "algorithms/leader.h"
 #include "algorithms/primal_dual.h"
@@ -10,7 +11,8 @@
 
 namespace gossip::algo {
 namespace {
-constexpr std::array<std::string_view, 8> kNames{"dpsgd", "deepsqueeze", "choco", "nids", "ed", "lead", "prox_lead", "lsgd"};
+constexpr std::array<std::string_view, 9> kNames{"dpsgd", "deepsqueeze", "choco", "nids",     "ed",
+                                                 "lead",  "prox_lead",   "lsgd",  "codistill"};
 }
 
 std::span<const std::string_view> algorithmNames() { return kNames; }
@@ -34,6 +36,7 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
   if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);
   if (n == "lsgd") return std::make_unique<Lsgd>(p, c, self, x0);
+  if (n == "codistill") return std::make_unique<Codistill>(p, c, self, x0);
   if (n == "lead" || n == "prox_lead") {
     if (!c.unbiased())
       throw ConfigError("algorithm " + n + " needs an unbiased compressor (LEAD diverges with biased ones such as " +

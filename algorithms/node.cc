@@ -21,6 +21,8 @@ Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<trai
 
 double Node::gradient() {
   ++gradCalls_;
+  const auto teachers = algo_->teachers();
+  if (!teachers.empty()) return est_->estimateDistilled(algo_->x(), teachers, algo_->distillWeight(), g_);
   return est_->estimate(algo_->x(), g_);
 }
 

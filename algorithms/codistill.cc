@@ -1,0 +1,135 @@
+#include "algorithms/codistill.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "algorithms/mixing.h"
+#include "algorithms/prox.h"
+#include "training/state_io.h"
+
+namespace gossip::algo {
+namespace {
+constexpr std::uint32_t kCodistillTag = serial::fourcc("CODI");
+}  // namespace
+
+Codistill::Codistill(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
+    : p_(p), c_(c), self_(self), hat_(x0), scratch_(Vec::Zero(x0.size())) {
+  if (!(p.distill_weight >= 0.0 && std::isfinite(p.distill_weight)))
+    throw ConfigError("algorithm.distill_weight must be >= 0 for codistill");
+  if (p.distill_period < 1) throw ConfigError("algorithm.distill_period must be >= 1 for codistill");
+  x_ = x0;
+}
+
+void Codistill::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+  x_ -= lr * g;
+  proxL1(x_, lr * p_.l1);
+  out.bytes.clear();
+  if (!refreshRound(t)) return;  // an empty message: nothing to refresh this round
+  scratch_ = x_ - hat_;
+  Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
+  c_.encode(detail::view(scratch_), rng, out);
+  detail::decodeAdd(c_, out.view(), hat_, 1.0);  // xhat_i += q_i, exactly as the neighbours will see it
+}
+
+void Codistill::apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+  const bool refresh = refreshRound(t);
+  // Validation pass: nothing below may throw once a copy has been touched.
+  if (refresh) {
+    detail::validateReplicaRound("codistill", c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
+  } else {  // the same checks, and the message must be empty
+    if (row.neighbors.size() != edges_.size())
+      throw ProtocolError("codistill: round has " + std::to_string(row.neighbors.size()) + " neighbours but " +
+                          std::to_string(edges_.size()) + " edges");
+    for (const auto& [j, w] : row.neighbors) {
+      auto e = edges_.find(j);
+      if (e == edges_.end()) throw ProtocolError("codistill: no edge state for neighbour " + std::to_string(j));
+      const Incoming* m = detail::findIncoming(msgs, j);
+      if (!m) throw ProtocolError("codistill: missing message from neighbour " + std::to_string(j));
+      if (m->incarnation != e->second.incarnation)
+        throw RejectedMessage(j, "incarnation " + std::to_string(m->incarnation) + " but the edge is to incarnation " +
+                                     std::to_string(e->second.incarnation));
+      if (!m->payload.empty()) throw RejectedMessage(j, "codistill: a model refresh outside the refresh rounds");
+    }
+    useRowAsTeachers(row);
+    return;
+  }
+  for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
+  // How far this node's public model is from its neighbours' (the disagreement the runtime reports).
+  scratch_.setZero();
+  double total = 0.0;
+  for (const auto& [j, w] : row.neighbors) {
+    scratch_ += w * edges_.at(j).hat;
+    total += w;
+  }
+  disagreement_ = (total * hat_ - scratch_).norm();
+  useRowAsTeachers(row);
+}
+
+void Codistill::useRowAsTeachers(const topology::MixingRow& row) {
+  teachers_.clear();
+  for (const auto& [j, w] : row.neighbors) teachers_.push_back(&edges_.at(j).hat);
+}
+
+std::vector<double> Codistill::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
+
+const Vec& Codistill::copyOf(PeerId j) const {
+  auto it = edges_.find(j);
+  if (it == edges_.end()) throw ProtocolError("codistill: no edge to neighbour " + std::to_string(j));
+  return it->second.hat;
+}
+
+void Codistill::addEdge(EdgeKey j, std::span<const double> pub) {
+  if (edges_.count(j.id))
+    throw ProtocolError("codistill: an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
+  if (pub.size() != static_cast<std::size_t>(hat_.size()))
+    throw ProtocolError("codistill: neighbour public state has wrong dimension");
+  edges_[j.id] = Edge{j.incarnation, Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()))};
+}
+
+void Codistill::dropEdge(EdgeKey j) {
+  auto it = edges_.find(j.id);
+  if (it == edges_.end() || it->second.incarnation != j.incarnation) return;
+  std::erase(teachers_, &it->second.hat);
+  edges_.erase(it);
+}
+
+std::vector<EdgeKey> Codistill::edges() const { return detail::edgeKeys(edges_); }
+
+// x, xhat_i and every copy with its key (scratch_ is rebuilt by prepare).
+void Codistill::save(ByteWriter& w) const {
+  serial::putTag(w, kCodistillTag);
+  training::putVec(w, x_);
+  training::putVec(w, hat_);
+  w.put<std::uint64_t>(edges_.size());
+  for (const auto& [id, e] : edges_) {
+    w.put<std::uint32_t>(id);
+    w.put<std::uint64_t>(e.incarnation);
+    training::putVec(w, e.hat);
+  }
+}
+
+void Codistill::load(ByteReader& r) {
+  serial::expectTag(r, kCodistillTag, "codistill state");
+  const auto n = x_.size();
+  Vec x(n), hat(n);
+  training::getVecInto(r, x, "codistill x");
+  training::getVecInto(r, hat, "codistill x_hat");
+  const std::size_t count = serial::getCount(r, 4 + 8 + 8);  // id, incarnation, vector length at least
+  std::map<PeerId, Edge> edges;
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto id = r.get<std::uint32_t>();
+    Edge e{r.get<std::uint64_t>(), Vec(n)};
+    training::getVecInto(r, e.hat, "codistill copy");
+    if (!edges.empty() && id <= edges.rbegin()->first)
+      throw DecodeError("codistill state: edge ids not strictly increasing");
+    edges.emplace(id, std::move(e));
+  }
+  x_.swap(x);
+  hat_.swap(hat);
+  edges_.swap(edges);
+  // A checkpoint is taken between rounds, when the edges are the last round's neighbours.
+  teachers_.clear();
+  for (const auto& [id, e] : edges_) teachers_.push_back(&e.hat);
+}
+
+}  // namespace gossip::algo
