@@ -121,6 +121,8 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
   p.gamma_adapt = c.algorithm.gamma_adapt;
   p.leader_pull = c.algorithm.leader_pull;
   p.leader_period = c.algorithm.leader_period;
+  p.distill_weight = c.algorithm.distill_weight;
+  p.distill_period = c.algorithm.distill_period;
   p.alpha = c.algorithm.alpha;
   p.beta = c.compressor_beta;
   p.seed = c.cluster.seed;

@@ -33,8 +33,9 @@
 namespace gossip::daemon {
 
 // Accepted names of the enumerated string keys. The first entry of each list is the default.
-inline constexpr std::array<std::string_view, 8> kAlgorithmNames{"dpsgd", "choco", "deepsqueeze", "nids",
-                                                                 "ed",    "lead",  "prox_lead", "lsgd"};
+inline constexpr std::array<std::string_view, 9> kAlgorithmNames{"dpsgd", "choco",     "deepsqueeze",
+                                                                 "nids",  "ed",        "lead",
+                                                                 "prox_lead", "lsgd", "codistill"};
 // Algorithms whose messages are stateless (a lost message only affects one round, ALGORITHMS.md §5.2).
 inline constexpr std::array<std::string_view, 3> kStatelessAlgorithms{"dpsgd", "deepsqueeze", "lsgd"};
 inline constexpr std::array<std::string_view, 4> kLrSchedules{"constant", "step", "inverse", "cosine"};
@@ -106,10 +107,12 @@ struct AlgorithmConfig {
   std::string local_schedule = "fixed";
   std::uint32_t local_steps_max = 1;    // adaptive: upper bound on local steps
   std::uint64_t rounds = 100;
-  // The last this many of `rounds` only average the models (fp32, no gradient step): every node then
-  // ends near the average model. dpsgd, deepsqueeze and choco only (algorithms/node.h).
   double leader_pull = 0.1;             // lsgd: pull toward the local leader, lambda (step lr * lambda)
   std::uint64_t leader_period = 1;      // lsgd: the pull acts every this many rounds
+  double distill_weight = 1.0;          // codistill: alpha, the distillation term's weight in the loss
+  std::uint64_t distill_period = 1;     // codistill: neighbours' model copies are refreshed every this many rounds
+  // The last this many of `rounds` only average the models (fp32, no gradient step): every node then
+  // ends near the average model. dpsgd, deepsqueeze, choco and lsgd only (algorithms/node.h).
   std::uint64_t final_consensus_rounds = 0;
   std::string final_consensus_codec = "fp32";  // fp32 | fp16 | bf16
   std::uint32_t round_timeout_ms = 2000;

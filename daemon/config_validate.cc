@@ -152,6 +152,15 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
       p.push_back("algorithm.final_consensus_rounds applies to dpsgd, deepsqueeze, choco and lsgd, not algorithm.name = " +
                   inQuotes(a.name) + " (an exact method reaches consensus by itself)");
   }
+  // Codistillation's term is computed from the model's class probabilities on a minibatch (algorithms/codistill.h).
+  if (a.name == "codistill") {
+    if (c.model.kind != "softmax" && c.model.kind != "mlp")
+      p.push_back("algorithm.name = 'codistill' needs model.kind = 'softmax' or 'mlp' (a softmax output to distill), not " +
+                  inQuotes(c.model.kind));
+    if (a.estimator != "sgd")
+      p.push_back("algorithm.name = 'codistill' needs algorithm.estimator = 'sgd' (the term is taken on a minibatch), not " +
+                  inQuotes(a.estimator));
+  }
   if (c.model.kind == "mlp" && c.model.hidden.empty())
     p.push_back("model.hidden must list at least one layer width when model.kind = 'mlp'");
 }
@@ -162,6 +171,8 @@ void checkTrainer(const Config& c, std::vector<std::string>& p) {
   if (!t.enable) return;
   if (c.algorithm.lr_auto)
     p.push_back("algorithm.lr_auto cannot be used with trainer.enable: the trainer's model is not known to the daemon; give algorithm.lr");
+  if (c.algorithm.name == "codistill")
+    p.push_back("algorithm.name = 'codistill' cannot be used with trainer.enable: its distillation term needs the daemon's own model");
   if (t.mode == "model" && !contains(kModelModeAlgorithms, c.algorithm.name) && contains(kAlgorithmNames, c.algorithm.name))
     p.push_back("trainer.mode = 'model' works with " + joined(kModelModeAlgorithms) + ", not algorithm.name = " +
                 inQuotes(c.algorithm.name) + " (it needs the gradient inside its update: use trainer.mode = 'gradient')");

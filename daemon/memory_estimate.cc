@@ -19,6 +19,7 @@ double baseVectors(const std::string& algorithm) {
   if (algorithm == "lsgd") return 5;         // + the leader's decoded model
   if (algorithm == "deepsqueeze") return 5;  // + error memory delta
   if (algorithm == "choco") return 5;        // x, x_hat, s, gradient, half step
+  if (algorithm == "codistill") return 4;    // x, x_hat, gradient, scratch
   if (algorithm == "nids" || algorithm == "ed") return 7;
   return 8;                                  // lead, prox_lead: x, d, h, hw, y, gradient, scratch
 }

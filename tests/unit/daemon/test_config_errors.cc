@@ -134,6 +134,16 @@ TEST_CASE("rules that relate several keys") {
   checkFails("", {"algorithm.lr_auto=true", "trainer.enable=true"}, "algorithm.lr_auto cannot be used with trainer.enable");
   checkFails("", {"algorithm.lr_auto=yes"}, "algorithm.lr_auto");
   checkFails("", {"trainer.idle_timeout_ms=10"}, "trainer.idle_timeout_ms");
+  // Codistillation distills the daemon's own softmax output on a minibatch (algorithms/codistill.h).
+  checkFails("", {"algorithm.name=codistill", "model.kind=logistic"},
+             "algorithm.name = 'codistill' needs model.kind = 'softmax' or 'mlp' (a softmax output to distill), not 'logistic'");
+  CHECK(errorOf("", {"algorithm.name=codistill", "model.kind=softmax"}).empty());
+  checkFails("", {"algorithm.name=codistill", "model.kind=softmax", "algorithm.estimator=lsvrg"},
+             "algorithm.name = 'codistill' needs algorithm.estimator = 'sgd'");
+  checkFails("", {"algorithm.name=codistill", "model.kind=softmax", "trainer.enable=true", "trainer.mode=gradient"},
+             "algorithm.name = 'codistill' cannot be used with trainer.enable");
+  checkFails("", {"algorithm.distill_weight=-1"}, "algorithm.distill_weight must be >= 0");
+  checkFails("", {"algorithm.distill_period=0"}, "algorithm.distill_period must be >= 1");
 }
 
 TEST_CASE("nids and ed refuse a compressor they would silently ignore") {
