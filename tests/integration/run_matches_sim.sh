@@ -9,7 +9,8 @@
 # the first 500 test images): each daemon's final accuracy must be its last model's on all 10,000 test
 # images, the number the simulator reports for that node. And lsgd, whose messages carry a loss trailer;
 # and CHOCO and DeepSqueeze with cltk, whose messages carry the leaders' sets (the ring's diameter is 4:
-# from round 4 on every message has values on a set chosen by another daemon).
+# from round 4 on every message has values on a set chosen by another daemon). And codistill on
+# Fashion-MNIST with minibatches, whose copies are refreshed every 3 rounds (empty messages between).
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 N=8
@@ -22,12 +23,14 @@ idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz -
      --set model.kind=softmax --set algorithm.rounds=20)
 for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "choco topk idx 0 false" \
             "choco topk synthetic 20 false" "prox_lead lead idx 0 true" "lsgd topk synthetic 0 false" \
-            "choco cltk synthetic 0 false" "deepsqueeze cltk synthetic 0 false"; do
+            "choco cltk synthetic 0 false" "deepsqueeze cltk synthetic 0 false" "codistill topk idx 0 false"; do
   read -r algo comp data consensus auto <<<"$case"
   extra=(--set algorithm.final_consensus_rounds=$consensus --set algorithm.lr_auto=$auto)
   [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
                                --set monitor.eval_test_max=500 --set sim.eval_every=20)
   [ "$data" = idx ] && extra+=("${idx[@]}")
+  # codistill's term is taken on minibatches (seeded per node: the daemons draw the simulator's batches)
+  [ "$algo" = codistill ] && extra+=(--set algorithm.estimator=sgd --set algorithm.distill_period=3)
   args=("${common[@]}" "${extra[@]}" --set algorithm.name=$algo --set compressor.name=$comp --set compressor.ratio=0.2
         --set algorithm.gamma=$([ $algo = choco ] && echo 0.4 || echo 1.0) --set model.l1=$([ $algo = prox_lead ] && echo 0.001 || echo 0))
   rm -rf "$WORK"/node-* "$WORK/sim"
