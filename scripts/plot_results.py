@@ -4,7 +4,9 @@ relative error, each against rounds and against bytes on the wire.
 
     scripts/plot_results.py results/a.json results/b.json -o plot.png [--title T]
 
-Each file becomes one line, labelled "<algorithm> + <compressor>" unless --labels is given.
+Each file becomes one line, labelled "<algorithm> + <compressor>" unless --labels is given. --node-accuracy
+adds the mean and the worst node's own test accuracy (the models of methods that never average, such as
+codistill, are judged by these).
 Needs python3-matplotlib (Debian).
 """
 import argparse
@@ -18,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 METRICS = [("loss", "train loss", "linear"), ("accuracy", "test accuracy", "linear"),
            ("consensus_distance", "consensus distance", "log"), ("rel_error", "max relative error", "log")]
+NODE_METRICS = [("node_accuracy_mean", "mean node accuracy", "linear"), ("node_accuracy_min", "worst node accuracy", "linear")]
 
 
 def label_of(cfg, path):
@@ -41,6 +44,7 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--title", default="")
     ap.add_argument("--labels", nargs="*")
+    ap.add_argument("--node-accuracy", action="store_true", help="also plot mean and worst node accuracy")
     args = ap.parse_args()
 
     runs = []
@@ -53,7 +57,8 @@ def main():
         label = args.labels[i] if args.labels and i < len(args.labels) else label_of(data.get("config"), path)
         runs.append((label, data.get("records", [])))
 
-    metrics = [m for m in METRICS if any(m[0] in r for _, recs in runs for r in recs)]
+    wanted = METRICS + (NODE_METRICS if args.node_accuracy else [])
+    metrics = [m for m in wanted if any(m[0] in r for _, recs in runs for r in recs)]
     if not metrics:
         sys.exit("plot_results: no metrics found in the given files")
     fig, axes = plt.subplots(len(metrics), 2, figsize=(11, 3.2 * len(metrics)), squeeze=False)
