@@ -309,9 +309,15 @@ def gamma_table():
 
 
 def leader_table():
-    """lsgd against D-PSGD (scripts/run_results.sh leader)."""
+    """lsgd and codistill against D-PSGD (scripts/run_results.sh leader)."""
     base = load("leader_dpsgd")
     runs = [("D-PSGD fp32", base)] + [(f"lsgd, λ = {l}", load(f"leader_lsgd_{l}")) for l in ("0.5", "2", "8")]
+    runs += [("alone (codistill, α = 0)", load("leader_codistill_0"))]
+    runs += [(f"codistill, α = {a}", load(f"leader_codistill_{a}")) for a in ("1", "4")]
+    runs += [("codistill, α = 1, copies every 10 rounds", load("leader_codistill_1_period10"))]
+    runs += [(f"codistill, α = {a}, top-1% copies", load(f"leader_codistill_{a}_topk")) for a in ("1", "4")]
+    runs += [("DeepSqueeze top-1% (η = 0.02)", load("leader_deepsqueeze_topk")),
+             ("CHOCO top-1% (default γ)", load("leader_choco_topk"))]
     if not base or not all(r for _, r in runs):
         return
     marks = (500, 1000, 2000, 3000)

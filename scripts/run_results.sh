@@ -119,9 +119,26 @@ for s in "${sections[@]}"; do
     M=(--set model.kind=mlp --set 'model.hidden=[128]')
     run leader_dpsgd "$F" "${M[@]}"   # = mlp_dpsgd, with this build's node evaluation (all test images at the end)
     for l in 0.5 2 8; do run "leader_lsgd_$l" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=$l; done
-    # (lambda = 8 diverges: plotted, its 1e28 losses would flatten the others)
-    $PLOT "$OUT"/leader_dpsgd.json "$OUT"/leader_lsgd_{0.5,2}.json -o "$OUT/leader.png" \
-      --labels "D-PSGD fp32" "lsgd λ = 0.5" "lsgd λ = 2" --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)"
+    # codistill (no parameter averaging; a distillation term toward the neighbours' copies, weight alpha):
+    # alpha = 0 is every node training alone; copies refreshed every round in fp32, every 10 rounds, and
+    # every round as top-1% differences.
+    # (alpha = 0 refreshes the unused copies only in round 0: its bytes are those of training alone)
+    run leader_codistill_0 "$F" "${M[@]}" --set algorithm.name=codistill --set algorithm.distill_weight=0 --set algorithm.distill_period=1000000
+    for a in 1 4; do run "leader_codistill_$a" "$F" "${M[@]}" --set algorithm.name=codistill --set algorithm.distill_weight=$a; done
+    run leader_codistill_1_period10 "$F" "${M[@]}" --set algorithm.name=codistill --set algorithm.distill_period=10
+    for a in 1 4; do
+      run "leader_codistill_${a}_topk" "$F" "${M[@]}" --set algorithm.name=codistill --set algorithm.distill_weight=$a \
+        --set compressor.name=topk --set compressor.ratio=0.01
+    done
+    # the compressed methods at codistill's top-1% bytes, with this build's node evaluation
+    TK=(--set compressor.name=topk --set compressor.ratio=0.01)
+    run leader_deepsqueeze_topk "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.02
+    run leader_choco_topk "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=choco
+    # (lambda = 8 diverges: not plotted, its 1e28 losses would flatten the others)
+    $PLOT "$OUT"/leader_{dpsgd,lsgd_2,codistill_0,codistill_4,codistill_4_topk,deepsqueeze_topk}.json \
+      -o "$OUT/leader.png" --node-accuracy --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)" \
+      --labels "D-PSGD fp32" "lsgd λ = 2" "alone (codistill α = 0)" "codistill α = 4" "codistill α = 4, top-1% copies" \
+               "DeepSqueeze top-1%"
     ;;
   gamma)
     # CHOCO top-1% over 10,000 rounds on the torus of `nodes` and on the ring of section 3: gamma 0.05 (the
