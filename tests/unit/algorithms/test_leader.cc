@@ -189,3 +189,166 @@ TEST_CASE("lsgd converges on a convex problem, near the minimiser of the average
     CHECK(err < (lambda == 0 ? 1e-6 : 0.1 * start));  // (fp32 messages round the D-PSGD average)
   }
 }
+
+// ---- the global leader (leader_global_pull > 0)
+
+namespace {
+
+constexpr std::uint64_t kEpoch = 5;
+
+algo::AlgorithmParams globalParams() {
+  return {.name = "lsgd", .leader_pull = 0.0, .leader_global_pull = 0.5, .leader_global_period = kEpoch};
+}
+
+PeerId ringDistance(PeerId a, PeerId b, PeerId n) {
+  const PeerId d = a > b ? a - b : b - a;
+  return std::min(d, n - d);
+}
+
+// The lowest loss, ties to the lowest id.
+PeerId winnerOf(const std::map<PeerId, double>& loss) {
+  PeerId w = loss.begin()->first;
+  for (const auto& [id, l] : loss)
+    if (l < loss.at(w)) w = id;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("lsgd global leader: all nodes elect the epoch's lowest loss and take its model once, hop by hop") {
+  auto c = compress::makeCompressor({.name = "fp32"});
+  const auto params = globalParams();
+  MiniNet net(8, nodes(params, *c));  // a ring of 8: diameter 4 < the epoch of 5 rounds
+  std::map<PeerId, double> startLoss;
+  for (Round t = 0; t < kEpoch; ++t) {
+    net.round(t);
+    if (t == 0)
+      for (auto& [id, n] : net.nodes()) startLoss[id] = lsgd(n).reportedLoss();  // the candidates of epoch 0
+  }
+  const PeerId w = winnerOf(startLoss);
+  for (auto& [id, n] : net.nodes()) {
+    CHECK(lsgd(n).candidate() == w);
+    CHECK_FALSE(lsgd(n).globalLeader().has_value());  // nothing was elected before epoch 0
+  }
+  // Epoch 1: the winner's model of round 5 reaches node i in round 5 + distance - 1 and pulls it halfway
+  // after the D-PSGD mix (leader_pull = 0: the mix is plain D-PSGD).
+  const Vec copy = net.nodes().at(w)->algorithm().x().cast<float>().cast<double>();
+  for (Round t = kEpoch; t < 2 * kEpoch; ++t) {
+    std::map<PeerId, Vec> x, y;
+    for (auto& [id, n] : net.nodes()) {
+      x[id] = n->algorithm().x();
+      y[id] = sentValue(*c, x[id]);
+    }
+    net.round(t);
+    for (auto& [id, n] : net.nodes()) {
+      CAPTURE(t);
+      CAPTURE(id);
+      CHECK(lsgd(n).globalLeader() == std::optional<PeerId>(w));
+      const auto& row = net.row(id);
+      Vec want = row.self * y.at(id) - kLr * (x.at(id) - targetOf(id));
+      for (const auto& [j, wj] : row.neighbors) want += wj * y.at(j);
+      const bool arrives = id != w && t == kEpoch + ringDistance(id, w, 8) - 1;
+      if (arrives) want -= 0.5 * (want - copy);
+      CHECK((n->algorithm().x() - want).norm() <= 1e-12 * want.norm());
+    }
+  }
+  for (auto& [id, n] : net.nodes()) CHECK(lsgd(n).copiesTaken() == (id == w ? 0u : 1u));
+  // Epoch 2 elects again (from the losses of round 5) and every other node takes one more copy.
+  for (Round t = 2 * kEpoch; t < 3 * kEpoch; ++t) net.round(t);
+  std::uint64_t taken = 0;
+  for (auto& [id, n] : net.nodes()) taken += lsgd(n).copiesTaken();
+  CHECK(taken == 2 * 7);
+  CHECK(net.rejectedTotal() == 0);
+}
+
+TEST_CASE("lsgd global leader: a winner that crashes before its copy goes out costs that epoch's pull only") {
+  auto c = compress::makeCompressor({.name = "fp32"});
+  const auto params = globalParams();
+  MiniNet net(8, nodes(params, *c));
+  std::map<PeerId, double> startLoss;
+  for (Round t = 0; t < kEpoch; ++t) {
+    net.round(t);
+    if (t == 0)
+      for (auto& [id, n] : net.nodes()) startLoss[id] = lsgd(n).reportedLoss();
+  }
+  const PeerId w = winnerOf(startLoss);
+  net.crash(w);
+  for (Round t = kEpoch; t < 3 * kEpoch; ++t) {
+    net.round(t);
+    if (t == 2 * kEpoch - 1)
+      for (auto& [id, n] : net.nodes()) CHECK(lsgd(n).copiesTaken() == 0);  // epoch 1: no copy anywhere
+  }
+  // Epoch 2 has a new leader among the survivors, and its copy reached every other node.
+  std::uint64_t taken = 0;
+  for (auto& [id, n] : net.nodes()) {
+    CHECK(lsgd(n).globalLeader().has_value());
+    CHECK(lsgd(n).globalLeader() != std::optional<PeerId>(w));
+    taken += lsgd(n).copiesTaken();
+  }
+  CHECK(taken == 6);
+  CHECK(net.rejectedTotal() == 0);
+}
+
+TEST_CASE("lsgd global leader: trailer sizes, bad trailers refused with the model unchanged, pull 0 adds nothing") {
+  auto c = compress::makeCompressor({.name = "fp32"});
+  const Vec x0 = gossipStart(0, kDim);
+  compress::Encoded plain, with;
+  algo::makeAlgorithm({.name = "lsgd"}, *c, 0, x0)->prepare(0, Vec::Zero(kDim), kLr, plain);
+  auto a = algo::makeAlgorithm(globalParams(), *c, 0, x0);
+  a->prepare(0, Vec::Zero(kDim), kLr, with);
+  CHECK(with.size() == plain.size() + algo::Lsgd::kGlobalBytes);
+  auto b = algo::makeAlgorithm(globalParams(), *c, 1, gossipStart(1, kDim));
+  compress::Encoded mb;
+  b->prepare(0, Vec::Zero(kDim), kLr, mb);
+  const topology::MixingRow row{.self = 0.5, .neighbors = {{1, 0.5}}};
+  const std::size_t flagAt = mb.size() - algo::Lsgd::kHeaderBytes - algo::Lsgd::kGlobalBytes;
+  Bytes badFlag(mb.bytes.begin(), mb.bytes.end());
+  badFlag[flagAt] = std::byte{2};
+  Bytes claimsCopy(mb.bytes.begin(), mb.bytes.end());
+  claimsCopy[flagAt] = std::byte{1};  // a copy flag without the copy's bytes before it
+  Bytes nanLoss(mb.bytes.begin(), mb.bytes.end());
+  const double nan = std::nan("");
+  std::memcpy(nanLoss.data() + flagAt + 5, &nan, sizeof nan);
+  for (const Bytes* bad : {&badFlag, &claimsCopy, &nanLoss}) {
+    const algo::Incoming m{1, 0, *bad};
+    CHECK_THROWS_AS(a->apply(0, std::span<const algo::Incoming>(&m, 1), row), algo::RejectedMessage);
+    CHECK(a->x().cwiseEqual(x0).all());
+  }
+  const algo::Incoming good{1, 0, mb.view()};
+  a->apply(0, std::span<const algo::Incoming>(&good, 1), row);
+}
+
+TEST_CASE("lsgd global leader: a checkpoint taken while a copy waits to be relayed continues byte for byte") {
+  auto c = compress::makeCompressor({.name = "fp32"});
+  const auto params = globalParams();
+  MiniNet net(8, nodes(params, *c));
+  for (Round t = 0; t <= kEpoch; ++t) net.round(t);  // round 5: the winner's neighbours took the copy
+  for (auto& [id, n] : net.nodes()) {
+    if (lsgd(n).lastCopyRound() != kEpoch || lsgd(n).copiesTaken() != 1) continue;
+    Bytes saved;
+    ByteWriter w(saved);
+    n->algorithm().save(w);
+    auto restored = algo::makeAlgorithm(params, *c, static_cast<PeerId>(id), Vec::Zero(kDim));
+    ByteReader r(saved);
+    restored->load(r);
+    compress::Encoded want, got;
+    n->algorithm().prepare(kEpoch + 1, Vec::Zero(kDim), kLr, want);  // carries the relayed copy
+    restored->prepare(kEpoch + 1, Vec::Zero(kDim), kLr, got);
+    CHECK(want.size() > 4 * static_cast<std::size_t>(kDim));
+    CHECK(got.bytes == want.bytes);
+    Bytes cut(saved.begin(), saved.end() - 20);
+    ByteReader rc(cut);
+    auto fresh = algo::makeAlgorithm(params, *c, static_cast<PeerId>(id), Vec::Zero(kDim));
+    CHECK_THROWS_AS(fresh->load(rc), DecodeError);
+    return;
+  }
+  FAIL("no node took the copy in round 5");
+}
+
+TEST_CASE("lsgd refuses a global pull outside [0, 1] or an epoch of 0 rounds") {
+  auto c = compress::makeCompressor({.name = "fp32"});
+  CHECK_THROWS_AS(algo::makeAlgorithm({.name = "lsgd", .leader_global_pull = 1.5}, *c, 0, Vec::Zero(kDim)), ConfigError);
+  CHECK_THROWS_AS(algo::makeAlgorithm({.name = "lsgd", .leader_global_pull = 0.5, .leader_global_period = 0}, *c, 0,
+                                      Vec::Zero(kDim)),
+                  ConfigError);
+}
