@@ -121,6 +121,8 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
   p.gamma_adapt = c.algorithm.gamma_adapt;
   p.leader_pull = c.algorithm.leader_pull;
   p.leader_period = c.algorithm.leader_period;
+  p.leader_global_pull = c.algorithm.leader_global_pull;
+  p.leader_global_period = c.algorithm.leader_global_period;
   p.distill_weight = c.algorithm.distill_weight;
   p.distill_period = c.algorithm.distill_period;
   p.alpha = c.algorithm.alpha;
@@ -138,6 +140,17 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
       for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
       p.cltk_delay = topology::diameter(topology::buildGraph(ids, topologyParams(c.cluster)));
     }
+  }
+  if (p.name == "lsgd" && p.leader_global_pull > 0) {
+    // The election floods one hop per round: an epoch shorter than the diameter leaves nodes with
+    // different leaders (and a copy that cannot reach every node within its epoch).
+    std::vector<PeerId> ids(c.cluster.nodes);
+    for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
+    const auto d = topology::diameter(topology::buildGraph(ids, topologyParams(c.cluster)));
+    if (p.leader_global_period < d)
+      throw ConfigError("algorithm.leader_global_period must be at least the graph's diameter (" + std::to_string(d) +
+                        ") so that every node elects the same global leader (got " +
+                        std::to_string(p.leader_global_period) + ")");
   }
   return p;
 }

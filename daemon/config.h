@@ -109,6 +109,8 @@ struct AlgorithmConfig {
   std::uint64_t rounds = 100;
   double leader_pull = 0.1;             // lsgd: pull toward the local leader, lambda (step lr * lambda)
   std::uint64_t leader_period = 1;      // lsgd: the pull acts every this many rounds
+  double leader_global_pull = 0.0;      // lsgd: fraction of the way to the global leader's model per epoch
+  std::uint64_t leader_global_period = 100;  // lsgd: rounds per global-leader epoch
   double distill_weight = 1.0;          // codistill: alpha, the distillation term's weight in the loss
   std::uint64_t distill_period = 1;     // codistill: neighbours' model copies are refreshed every this many rounds
   // The last this many of `rounds` only average the models (fp32, no gradient step): every node then

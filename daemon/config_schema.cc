@@ -66,6 +66,8 @@ const KeySpec kSchema[] = {
     K(algorithm, rounds, Range::atLeast(1)),
     K(algorithm, leader_pull, Range::atLeast(0)),
     K(algorithm, leader_period, Range::atLeast(1)),
+    K(algorithm, leader_global_pull, Range::closed(0, 1)),
+    K(algorithm, leader_global_period, Range::atLeast(1)),
     K(algorithm, distill_weight, Range::atLeast(0)),
     K(algorithm, distill_period, Range::atLeast(1)),
     K(algorithm, final_consensus_rounds, Range::atLeast(0)),

@@ -305,3 +305,27 @@ TEST_CASE("config algorithm names and the stateless list match the algorithm fac
     CHECK(stateless == listed);
   }
 }
+
+TEST_CASE("algorithmParams: cltk's delay and lsgd's global epoch from the initial graph's diameter") {
+  using gossip::daemon::algorithmParams;
+  using gossip::daemon::loadConfig;
+  // A 16-node ring has diameter 8.
+  const auto cltk = algorithmParams(loadConfig(std::nullopt, {"cluster.nodes=16", "cluster.topology=ring",
+                                                              "algorithm.name=choco", "compressor.name=cltk"}));
+  CHECK(cltk.cltk_delay == 8);
+  const auto ok = algorithmParams(loadConfig(std::nullopt, {"cluster.nodes=16", "cluster.topology=ring", "algorithm.name=lsgd",
+                                                            "algorithm.leader_global_pull=0.5", "algorithm.leader_global_period=8"}));
+  CHECK(ok.leader_global_pull == 0.5);
+  CHECK(ok.leader_global_period == 8);
+  try {
+    (void)algorithmParams(loadConfig(std::nullopt, {"cluster.nodes=16", "cluster.topology=ring", "algorithm.name=lsgd",
+                                                    "algorithm.leader_global_pull=0.5", "algorithm.leader_global_period=7"}));
+    FAIL("an epoch shorter than the diameter was accepted");
+  } catch (const gossip::ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          "algorithm.leader_global_period must be at least the graph's diameter (8) so that every node elects the same "
+          "global leader (got 7)");
+  }
+  // Off (the default pull 0): any epoch length.
+  CHECK_NOTHROW(algorithmParams(loadConfig(std::nullopt, {"cluster.nodes=16", "algorithm.name=lsgd", "algorithm.leader_global_period=1"})));
+}
