@@ -7,7 +7,8 @@
 # on Fashion-MNIST with algorithm.lr_auto, where each daemon computes the step from every node's shard and
 # must print the simulator's step and end with its models. That case also evaluates (monitor.eval_every, on
 # the first 500 test images): each daemon's final accuracy must be its last model's on all 10,000 test
-# images, the number the simulator reports for that node. And lsgd, whose messages carry a loss trailer;
+# images, the number the simulator reports for that node. And lsgd, whose messages carry a loss trailer, a
+# global-leader candidate and, once per epoch and node, the global leader's model;
 # and CHOCO and DeepSqueeze with cltk, whose messages carry the leaders' sets (the ring's diameter is 4:
 # from round 4 on every message has values on a set chosen by another daemon). And codistill on
 # Fashion-MNIST with minibatches, whose copies are refreshed every 3 rounds (empty messages between).
@@ -29,6 +30,8 @@ for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "c
   [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
                                --set monitor.eval_test_max=500 --set sim.eval_every=20)
   [ "$data" = idx ] && extra+=("${idx[@]}")
+  # lsgd with the global leader too: an election every 5 rounds (the ring's diameter is 4), its model relayed
+  [ "$algo" = lsgd ] && extra+=(--set algorithm.leader_global_pull=0.5 --set algorithm.leader_global_period=5)
   # codistill's term is taken on minibatches (seeded per node: the daemons draw the simulator's batches)
   [ "$algo" = codistill ] && extra+=(--set algorithm.estimator=sgd --set algorithm.distill_period=3)
   args=("${common[@]}" "${extra[@]}" --set algorithm.name=$algo --set compressor.name=$comp --set compressor.ratio=0.2
