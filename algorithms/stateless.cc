@@ -40,14 +40,20 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
 // Between rounds D-PSGD's only state is x (own_, step_ and lr_ are rebuilt by prepare).
 void Dpsgd::save(ByteWriter& w) const {
   serial::putTag(w, kDpsgdTag);
-  training::putVec(w, x_);
+  writeState(w);
 }
 
 void Dpsgd::load(ByteReader& r) {
   serial::expectTag(r, kDpsgdTag, "dpsgd state");
-  Vec x(x_.size());
-  training::getVecInto(r, x, "dpsgd x");
-  x_.swap(x);
+  commitState(readState(r));
+}
+
+void Dpsgd::writeState(ByteWriter& w) const { training::putVec(w, x_); }
+
+Dpsgd::State Dpsgd::readState(ByteReader& r) const {
+  State s{Vec(x_.size())};
+  training::getVecInto(r, s.x, name().data());  // a string literal: "dpsgd" or "lsgd"
+  return s;
 }
 
 DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
@@ -70,6 +76,10 @@ void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& o
 }
 
 void DeepSqueeze::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+  mix(msgs, row, nullptr, 0.0);
+}
+
+void DeepSqueeze::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull) {
   // Accumulate into a copy of x_half and commit only when every message decoded.
   acc_ = x_;
   double present = 0.0;
@@ -83,23 +93,35 @@ void DeepSqueeze::apply(Round, std::span<const Incoming> msgs, const topology::M
   disagreement_ = (present * own_ - (acc_ - x_) / p_.eta).norm();
   x_.swap(acc_);
   x_ -= (p_.eta * present) * own_;
+  if (pullTo) x_ -= pull * (own_ - *pullTo);
   proxL1(x_, lr_ * p_.l1);
 }
 
 void DeepSqueeze::save(ByteWriter& w) const {
   serial::putTag(w, kDeepSqueezeTag);
-  training::putVec(w, x_);
-  serial::putArray(w, ef_.memory());
+  writeState(w);
 }
 
 void DeepSqueeze::load(ByteReader& r) {
   serial::expectTag(r, kDeepSqueezeTag, "deepsqueeze state");
-  Vec x(x_.size());
-  training::getVecInto(r, x, "deepsqueeze x");
-  std::vector<double> mem(ef_.memory().size());
-  serial::getArrayInto(r, std::span<double>(mem), "deepsqueeze error memory");
-  ef_.setMemory(mem);
-  x_.swap(x);
+  commitState(readState(r));
+}
+
+void DeepSqueeze::writeState(ByteWriter& w) const {
+  training::putVec(w, x_);
+  serial::putArray(w, ef_.memory());
+}
+
+DeepSqueeze::State DeepSqueeze::readState(ByteReader& r) const {
+  State s{Vec(x_.size()), std::vector<double>(ef_.memory().size())};
+  training::getVecInto(r, s.x, "deepsqueeze x");
+  serial::getArrayInto(r, std::span<double>(s.memory), "deepsqueeze error memory");
+  return s;
+}
+
+void DeepSqueeze::commitState(State&& s) {
+  ef_.setMemory(s.memory);
+  x_.swap(s.x);
 }
 
 }  // namespace gossip::algo

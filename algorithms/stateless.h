@@ -2,6 +2,8 @@
 // The stateless methods: D-PSGD (Lian et al. 2017) and DeepSqueeze (Tang et al. 2019). Their messages are
 // full-model sketches, so a neighbour whose message is missing this round is replaced by the node's own
 // value (elastic consistency, ALGORITHMS.md §5.1) and nothing carries over to later rounds.
+#include <vector>
+
 #include "algorithms/algorithm.h"
 #include "compressors/error_feedback.h"
 
@@ -25,6 +27,13 @@ class Dpsgd : public Algorithm {
   // The round's mix; with pullTo, also x -= pull * (C(x_i) - *pullTo) before the prox (Lsgd). Throws
   // RejectedMessage before x changes, so the engine may call it again without the bad message.
   void mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull);
+  // The state between rounds without a tag, parsed aside and committed separately (for Lsgd's checkpoint).
+  struct State {
+    Vec x;
+  };
+  void writeState(ByteWriter& w) const;
+  State readState(ByteReader& r) const;
+  void commitState(State&& s) { x_.swap(s.x); }
 
   AlgorithmParams p_;
   const compress::Compressor& c_;
@@ -41,7 +50,8 @@ class Dpsgd : public Algorithm {
 // x = x_half + eta * sum_j w_ij (c_j - c_i)  (ALGORITHMS.md §4.3). The self term uses the compressed c_i,
 // which keeps the network average exact. The error memory delta is the shared compress::ErrorFeedback, so
 // ScaleCom's low-pass filter (beta < 1: delta <- (1-beta) delta + beta (v - c)) is available here too.
-class DeepSqueeze final : public Algorithm {
+// Not final: Lsgd can run on DeepSqueeze (algorithm.leader_base), its pull added to this mix.
+class DeepSqueeze : public Algorithm {
  public:
   DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "deepsqueeze"; }
@@ -51,14 +61,28 @@ class DeepSqueeze final : public Algorithm {
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
 
- private:
+ protected:
+  // The round's mix; with pullTo, also x -= pull * (c_i - *pullTo) before the prox (Lsgd on DeepSqueeze:
+  // the pull toward the leader's sketch, the same kind of difference the mix itself uses). Throws
+  // RejectedMessage before x changes.
+  void mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull);
+  struct State {
+    Vec x;
+    std::vector<double> memory;
+  };
+  void writeState(ByteWriter& w) const;
+  State readState(ByteReader& r) const;
+  void commitState(State&& s);
+
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
+  double lr_ = 0;
+
+ private:
   compress::ErrorFeedback ef_;  // owns the error memory delta
   Vec acc_;                     // next x, built aside so a rejected message leaves x untouched
   Vec own_;                     // c_i, decode of own message
-  double lr_ = 0;
 };
 
 }  // namespace gossip::algo
