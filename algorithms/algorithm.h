@@ -78,6 +78,7 @@ struct AlgorithmParams {
   double beta = 1.0;           // DeepSqueeze error memory low-pass factor (ScaleCom); 1 = plain error feedback
   double leader_pull = 0.1;    // lsgd: lambda, the pull toward the local leader (step lr * lambda)
   std::uint64_t leader_period = 1;  // lsgd: the pull acts in rounds t % leader_period == 0
+  std::string leader_base = "dpsgd";  // lsgd: the method the pull is added to, dpsgd or deepsqueeze
   double leader_global_pull = 0.0;  // lsgd: fraction of the way to the global leader's model, once per epoch
   std::uint64_t leader_global_period = 100;  // lsgd: rounds per global-leader epoch (>= the diameter)
   double distill_weight = 1.0;      // codistill: alpha, the weight of the distillation term in the loss

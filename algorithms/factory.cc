@@ -35,7 +35,11 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
   if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);
-  if (n == "lsgd") return std::make_unique<Lsgd>(p, c, self, x0);
+  if (n == "lsgd") {
+    if (p.leader_base == "dpsgd") return std::make_unique<Lsgd>(p, c, self, x0);
+    if (p.leader_base == "deepsqueeze") return std::make_unique<LsgdDeepSqueeze>(p, c, self, x0);
+    throw ConfigError("algorithm.leader_base must be dpsgd or deepsqueeze (got " + p.leader_base + ")");
+  }
   if (n == "codistill") return std::make_unique<Codistill>(p, c, self, x0);
   if (n == "lead" || n == "prox_lead") {
     if (!c.unbiased())

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "algorithms/mixing.h"
 #include "training/state_io.h"
@@ -10,6 +11,10 @@ namespace gossip::algo {
 namespace {
 constexpr std::uint32_t kLsgdTag = serial::fourcc("LSGD");    // before the global leader
 constexpr std::uint32_t kLsgdTagV2 = serial::fourcc("LSG2");  // + the global leader's state
+constexpr std::uint32_t kLsgdDsTag = serial::fourcc("LSDQ");  // on DeepSqueeze (+ its error memory)
+
+template <class Base>
+constexpr bool onDpsgd = std::is_same_v<Base, Dpsgd>;
 
 template <class T>
 T readAt(const std::byte* p) {
@@ -25,8 +30,9 @@ void append(Bytes& b, const T& v) {
 }
 }  // namespace
 
-Lsgd::Lsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : Dpsgd(p, c, self, x0), leader_(self), lead_(Vec::Zero(x0.size())) {
+template <class Base>
+LeaderPull<Base>::LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
+    : Base(p, c, self, x0), leader_(self), lead_(Vec::Zero(x0.size())) {
   if (!(p.leader_pull >= 0.0 && std::isfinite(p.leader_pull)))
     throw ConfigError("algorithm.leader_pull must be >= 0 for lsgd");
   if (p.leader_period < 1) throw ConfigError("algorithm.leader_period must be >= 1 for lsgd");
@@ -35,20 +41,23 @@ Lsgd::Lsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
   if (p.leader_global_period < 1) throw ConfigError("algorithm.leader_global_period must be >= 1 for lsgd");
 }
 
-void Lsgd::noteLoss(double loss) {
+template <class Base>
+void LeaderPull<Base>::noteLoss(double loss) {
   if (!std::isfinite(loss)) return;  // Node::checkFinite reports a diverged model; keep the last average
   avgLoss_ = std::isnan(avgLoss_) ? loss : (1.0 - kLossAverage) * avgLoss_ + kLossAverage * loss;
 }
 
-void Lsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  Dpsgd::prepare(t, g, lr, out);
+template <class Base>
+void LeaderPull<Base>::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+  Base::prepare(t, g, lr, out);
   if (global()) appendGlobal(t, out);
   append(out.bytes, ownLoss());
   pullRound_ = p_.leader_pull > 0.0 && t % p_.leader_period == 0;
 }
 
 // The loss travels as a trailer after the codec's payload (appending costs no copy of the payload).
-void Lsgd::appendGlobal(Round t, compress::Encoded& out) {
+template <class Base>
+void LeaderPull<Base>::appendGlobal(Round t, compress::Encoded& out) {
   const std::uint64_t epoch = t / p_.leader_global_period;
   if (candEpoch_ != epoch) {
     // A new epoch (or this node's first round): the election that just ended names the leader, if this
@@ -79,11 +88,12 @@ void Lsgd::appendGlobal(Round t, compress::Encoded& out) {
   append(out.bytes, cand_.loss);
 }
 
-Lsgd::Parsed Lsgd::parse(const Incoming& m) const {
+template <class Base>
+typename LeaderPull<Base>::Parsed LeaderPull<Base>::parse(const Incoming& m) const {
   Parsed r;
   std::size_t n = m.payload.size();
   const std::byte* b = m.payload.data();
-  if (n < kHeaderBytes) throw RejectedMessage(m.from, "lsgd message shorter than its loss trailer");
+  if (n < this->kHeaderBytes) throw RejectedMessage(m.from, "lsgd message shorter than its loss trailer");
   n -= kHeaderBytes;
   r.loss = readAt<double>(b + n);
   if (!std::isfinite(r.loss)) throw RejectedMessage(m.from, "lsgd message with a non-finite loss");
@@ -108,7 +118,8 @@ Lsgd::Parsed Lsgd::parse(const Incoming& m) const {
   return r;
 }
 
-void Lsgd::apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+template <class Base>
+void LeaderPull<Base>::apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Every message is checked and split before anything changes: a bad one throws with x untouched.
   values_.clear();
   PeerId leader = self_;
@@ -133,7 +144,7 @@ void Lsgd::apply(Round t, std::span<const Incoming> msgs, const topology::Mixing
   const Incoming* leaderMsg = leader == self_ ? nullptr : detail::findIncoming(values_, leader);
   const bool pull = pullRound_ && leaderMsg != nullptr;
   if (pull) detail::decodeInto(c_, leaderMsg->payload, lead_);  // throws before x changes, as the mix does
-  mix(values_, row, pull ? &lead_ : nullptr, lr_ * p_.leader_pull);
+  Base::mix(values_, row, pull ? &lead_ : nullptr, lr_ * p_.leader_pull);
   leader_ = leader;
   if (!global()) return;
   cand_ = cand;
@@ -153,9 +164,10 @@ void Lsgd::apply(Round t, std::span<const Incoming> msgs, const topology::Mixing
 
 // x, the loss average and the global leader's state (own_, lead_, step_, lr_ and the pull flag are rebuilt
 // by prepare).
-void Lsgd::save(ByteWriter& w) const {
-  serial::putTag(w, kLsgdTagV2);
-  training::putVec(w, x_);
+template <class Base>
+void LeaderPull<Base>::save(ByteWriter& w) const {
+  serial::putTag(w, onDpsgd<Base> ? kLsgdTagV2 : kLsgdDsTag);
+  Base::writeState(w);
   w.put<double>(avgLoss_);
   w.put<std::uint64_t>(candEpoch_);
   w.put<std::uint32_t>(cand_.id);
@@ -171,11 +183,11 @@ void Lsgd::save(ByteWriter& w) const {
   w.put<std::uint64_t>(lastCopyRound_);
 }
 
-void Lsgd::load(ByteReader& r) {
+template <class Base>
+void LeaderPull<Base>::load(ByteReader& r) {
   const auto tag = r.get<std::uint32_t>();
-  if (tag != kLsgdTag && tag != kLsgdTagV2) throw DecodeError("lsgd state: bad tag");
-  Vec x(x_.size());
-  training::getVecInto(r, x, "lsgd x");
+  if (onDpsgd<Base> ? tag != kLsgdTag && tag != kLsgdTagV2 : tag != kLsgdDsTag) throw DecodeError("lsgd state: bad tag");
+  auto base = Base::readState(r);
   const double avg = r.get<double>();
   if (!std::isnan(avg) && !std::isfinite(avg)) throw DecodeError("lsgd state: loss average is infinite");
   // An older checkpoint starts the global leader afresh (it joins the next election).
@@ -184,7 +196,7 @@ void Lsgd::load(ByteReader& r) {
   std::optional<PeerId> elected;
   bool takenFlag = false, relay = false;
   std::vector<float> copy;
-  if (tag == kLsgdTagV2) {
+  if (tag != kLsgdTag) {
     candEpoch = r.get<std::uint64_t>();
     cand.id = r.get<std::uint32_t>();
     cand.loss = r.get<double>();
@@ -205,7 +217,7 @@ void Lsgd::load(ByteReader& r) {
     taken = r.get<std::uint64_t>();
     lastCopy = r.get<std::uint64_t>();
   }
-  x_.swap(x);
+  Base::commitState(std::move(base));
   avgLoss_ = avg;
   candEpoch_ = candEpoch;
   cand_ = cand;
@@ -217,5 +229,8 @@ void Lsgd::load(ByteReader& r) {
   copiesTaken_ = taken;
   lastCopyRound_ = lastCopy;
 }
+
+template class LeaderPull<Dpsgd>;
+template class LeaderPull<DeepSqueeze>;
 
 }  // namespace gossip::algo

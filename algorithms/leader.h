@@ -26,9 +26,13 @@
 
 namespace gossip::algo {
 
-class Lsgd final : public Dpsgd {
+// Base is Dpsgd (lsgd proper) or DeepSqueeze (algorithm.leader_base = "deepsqueeze": the pull toward the
+// leader's sketch, -lr lambda (c_i - c_l), is added to DeepSqueeze's error-compensated mix). Both bases give
+// the same trailers, election and global leader.
+template <class Base>
+class LeaderPull final : public Base {
  public:
-  Lsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "lsgd"; }
   void noteLoss(double loss) override;
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
@@ -88,6 +92,17 @@ class Lsgd final : public Dpsgd {
   Vec copyVec_;                      // the same as doubles, for the pull
   std::uint64_t copiesTaken_ = 0;
   Round lastCopyRound_ = 0;
+
+  using Base::c_;
+  using Base::lr_;
+  using Base::p_;
+  using Base::self_;
+  using Base::x_;
 };
+
+using Lsgd = LeaderPull<Dpsgd>;
+using LsgdDeepSqueeze = LeaderPull<DeepSqueeze>;
+extern template class LeaderPull<Dpsgd>;
+extern template class LeaderPull<DeepSqueeze>;
 
 }  // namespace gossip::algo

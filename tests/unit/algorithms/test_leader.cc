@@ -352,3 +352,73 @@ TEST_CASE("lsgd refuses a global pull outside [0, 1] or an epoch of 0 rounds") {
                                       Vec::Zero(kDim)),
                   ConfigError);
 }
+
+// ---- lsgd on DeepSqueeze (algorithm.leader_base = "deepsqueeze")
+
+TEST_CASE("lsgd on deepsqueeze with leader_pull = 0 is DeepSqueeze bit for bit") {
+  algo::AlgorithmParams lp{.name = "lsgd", .eta = 0.3, .leader_pull = 0.0, .leader_base = "deepsqueeze"};
+  algo::AlgorithmParams dp{.name = "deepsqueeze", .eta = 0.3};
+  auto c = compress::makeCompressor({.name = "topk", .ratio = 0.25});
+  MiniNet a(5, nodes(lp, *c)), b(5, nodes(dp, *c));
+  for (Round t = 0; t < 30; ++t) {
+    a.round(t);
+    b.round(t);
+  }
+  for (auto& [id, n] : a.nodes()) CHECK(n->algorithm().x().cwiseEqual(b.nodes().at(id)->algorithm().x()).all());
+}
+
+TEST_CASE("lsgd on deepsqueeze: a round is x_half + eta sum_j w_ij (c_j - c_i) - lr lambda (c_i - c_leader)") {
+  // The first round, where the error memory is still zero: c_i is x_half in fp32.
+  const double eta = 0.5, lambda = 0.7;
+  algo::AlgorithmParams params{.name = "lsgd", .eta = eta, .leader_pull = lambda, .leader_base = "deepsqueeze"};
+  auto c = compress::makeCompressor({.name = "fp32"});
+  MiniNet net(6, nodes(params, *c));
+  std::map<PeerId, Vec> half, sent;
+  std::map<PeerId, double> loss;
+  for (auto& [id, n] : net.nodes()) {
+    const Vec& x = n->algorithm().x();
+    half[id] = x - kLr * (x - targetOf(id));
+    sent[id] = sentValue(*c, half[id]);
+    loss[id] = 0.5 * (x - targetOf(id)).squaredNorm();
+  }
+  net.round(0);
+  int pulled = 0;
+  for (auto& [id, n] : net.nodes()) {
+    CAPTURE(id);
+    const auto& row = net.row(id);
+    PeerId leader = id;
+    for (const auto& [j, w] : row.neighbors)
+      if (loss.at(j) < loss.at(leader) || (loss.at(j) == loss.at(leader) && j < leader)) leader = j;
+    Vec want = half.at(id);
+    for (const auto& [j, w] : row.neighbors) want += eta * w * (sent.at(j) - sent.at(id));
+    if (leader != id) {
+      want -= kLr * lambda * (sent.at(id) - sent.at(leader));
+      ++pulled;
+    }
+    CHECK(dynamic_cast<const algo::LsgdDeepSqueeze&>(n->algorithm()).lastLeader() == leader);
+    CHECK((n->algorithm().x() - want).norm() <= 1e-12 * want.norm());
+  }
+  CHECK(pulled > 0);
+}
+
+TEST_CASE("lsgd on deepsqueeze: checkpoint with the error memory, and another base's state is refused") {
+  algo::AlgorithmParams params{.name = "lsgd", .eta = 0.3, .leader_base = "deepsqueeze"};
+  auto c = compress::makeCompressor({.name = "topk", .ratio = 0.25});
+  MiniNet net(4, nodes(params, *c));
+  for (Round t = 0; t < 6; ++t) net.round(t);
+  const algo::Algorithm& a = net.nodes().at(2)->algorithm();
+  Bytes saved;
+  ByteWriter w(saved);
+  a.save(w);
+  auto b = algo::makeAlgorithm(params, *c, 2, Vec::Zero(kDim));
+  ByteReader r(saved);
+  b->load(r);
+  compress::Encoded want, got;
+  const_cast<algo::Algorithm&>(a).prepare(6, Vec::Ones(kDim), kLr, want);  // uses the restored error memory
+  b->prepare(6, Vec::Ones(kDim), kLr, got);
+  CHECK(got.bytes == want.bytes);
+  auto plain = algo::makeAlgorithm({.name = "lsgd"}, *c, 2, Vec::Zero(kDim));
+  ByteReader r2(saved);
+  CHECK_THROWS_AS(plain->load(r2), DecodeError);
+  CHECK_THROWS_AS(algo::makeAlgorithm({.name = "lsgd", .leader_base = "choco"}, *c, 0, Vec::Zero(kDim)), ConfigError);
+}
