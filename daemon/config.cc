@@ -121,6 +121,7 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
   p.gamma_adapt = c.algorithm.gamma_adapt;
   p.leader_pull = c.algorithm.leader_pull;
   p.leader_period = c.algorithm.leader_period;
+  p.leader_base = c.algorithm.leader_base;
   p.leader_global_pull = c.algorithm.leader_global_pull;
   p.leader_global_period = c.algorithm.leader_global_period;
   p.distill_weight = c.algorithm.distill_weight;

@@ -43,6 +43,8 @@ inline constexpr std::array<std::string_view, 4> kLrSchedules{"constant", "step"
 inline constexpr std::array<std::string_view, 3> kConsensusCodecs{"fp32", "fp16", "bf16"};
 inline constexpr std::array<std::string_view, 2> kLocalSchedules{"fixed", "adaptive"};
 inline constexpr std::array<std::string_view, 4> kEstimators{"sgd", "full", "lsvrg", "saga"};
+// The methods lsgd's pull can be added to (algorithms/leader.h).
+inline constexpr std::array<std::string_view, 2> kLeaderBases{"dpsgd", "deepsqueeze"};
 // Canonical weight-rule names; cluster.weights is parsed by topology::parseWeightRule, the same parser as
 // `gossipd topo --weights`, which also accepts the aliases mh, metropolis-hastings and max-degree.
 inline constexpr std::array<std::string_view, 3> kWeightRules{"metropolis", "maxdegree", "uniform"};
@@ -109,6 +111,7 @@ struct AlgorithmConfig {
   std::uint64_t rounds = 100;
   double leader_pull = 0.1;             // lsgd: pull toward the local leader, lambda (step lr * lambda)
   std::uint64_t leader_period = 1;      // lsgd: the pull acts every this many rounds
+  std::string leader_base = "dpsgd";    // lsgd: the method the pull is added to (dpsgd | deepsqueeze)
   double leader_global_pull = 0.0;      // lsgd: fraction of the way to the global leader's model per epoch
   std::uint64_t leader_global_period = 100;  // lsgd: rounds per global-leader epoch
   double distill_weight = 1.0;          // codistill: alpha, the distillation term's weight in the loss

@@ -66,6 +66,7 @@ const KeySpec kSchema[] = {
     K(algorithm, rounds, Range::atLeast(1)),
     K(algorithm, leader_pull, Range::atLeast(0)),
     K(algorithm, leader_period, Range::atLeast(1)),
+    K(algorithm, leader_base, {}, choicesOf<kLeaderBases>),
     K(algorithm, leader_global_pull, Range::closed(0, 1)),
     K(algorithm, leader_global_period, Range::atLeast(1)),
     K(algorithm, distill_weight, Range::atLeast(0)),

@@ -52,6 +52,7 @@ MemoryEstimate estimateSimMemory(const Config& c, std::size_t dim, double sample
   e.node_states = c.cluster.nodes + c.faults.join.size();
   e.average_degree = averageDegree(c.cluster, static_cast<double>(c.cluster.nodes + c.faults.join.size()));
   double vectors = baseVectors(c.algorithm.name) + e.average_degree;
+  if (c.algorithm.name == "lsgd" && c.algorithm.leader_base == "deepsqueeze") vectors += 1;  // its error memory
   if (c.compressor_beta < 1.0) vectors += 1;  // error-feedback memory
   const auto& est = c.algorithm.estimator;
   if (est == "lsvrg") vectors += 2;  // reference point and its full gradient
