@@ -119,6 +119,13 @@ for s in "${sections[@]}"; do
     M=(--set model.kind=mlp --set 'model.hidden=[128]')
     run leader_dpsgd "$F" "${M[@]}"   # = mlp_dpsgd, with this build's node evaluation (all test images at the end)
     for l in 0.5 2 8; do run "leader_lsgd_$l" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=$l; done
+    # the global leader (epochs of 100 rounds), alone and with the local pull
+    for g in 0.1 0.5; do
+      run "leader_lsgd_global_$g" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=0 \
+        --set algorithm.leader_global_pull=$g
+    done
+    run leader_lsgd_2_global_0.5 "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=2 \
+      --set algorithm.leader_global_pull=0.5
     # codistill (no parameter averaging; a distillation term toward the neighbours' copies, weight alpha):
     # alpha = 0 is every node training alone; copies refreshed every round in fp32, every 10 rounds, and
     # every round as top-1% differences.
@@ -134,6 +141,10 @@ for s in "${sections[@]}"; do
     TK=(--set compressor.name=topk --set compressor.ratio=0.01)
     run leader_deepsqueeze_topk "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.02
     run leader_choco_topk "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=choco
+    for l in 0.1 2; do
+      run "leader_lsgd_deepsqueeze_topk_$l" "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=lsgd \
+        --set algorithm.leader_base=deepsqueeze --set algorithm.eta=0.02 --set algorithm.leader_pull=$l
+    done
     # (lambda = 8 diverges: not plotted, its 1e28 losses would flatten the others)
     $PLOT "$OUT"/leader_{dpsgd,lsgd_2,codistill_0,codistill_4,codistill_4_topk,deepsqueeze_topk}.json \
       -o "$OUT/leader.png" --node-accuracy --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)" \
