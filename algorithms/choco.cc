@@ -70,11 +70,7 @@ void Choco::adaptGamma(Round t) {
 std::vector<double> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
 
 void Choco::addEdge(EdgeKey j, std::span<const double> pub) {
-  if (edges_.count(j.id))
-    throw ProtocolError("choco: an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
-  if (pub.size() != static_cast<std::size_t>(hat_.size()))
-    throw ProtocolError("choco: neighbour public state has wrong dimension");
-  edges_[j.id] = Edge{j.incarnation, Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()))};
+  detail::addReplica(edges_, "choco", j, pub, hat_.size());
 }
 
 void Choco::dropEdge(EdgeKey j) {
@@ -90,12 +86,7 @@ void Choco::save(ByteWriter& w) const {
   serial::putTag(w, kChocoTagV2);
   training::putVec(w, x_);
   training::putVec(w, hat_);
-  w.put<std::uint64_t>(edges_.size());
-  for (const auto& [id, e] : edges_) {
-    w.put<std::uint32_t>(id);
-    w.put<std::uint64_t>(e.incarnation);
-    training::putVec(w, e.hat);
-  }
+  detail::putReplicas(w, edges_);
   w.put<double>(gamma_);
   w.put<double>(windowSum_);
   w.put<std::uint32_t>(windowCount_);
@@ -109,16 +100,7 @@ void Choco::load(ByteReader& r) {
   Vec x(n), hat(n);
   training::getVecInto(r, x, "choco x");
   training::getVecInto(r, hat, "choco x_hat");
-  // Each edge takes at least its id, incarnation and a vector length.
-  const std::size_t count = serial::getCount(r, 4 + 8 + 8);
-  std::map<PeerId, Edge> edges;
-  for (std::size_t k = 0; k < count; ++k) {
-    const auto id = r.get<std::uint32_t>();
-    Edge e{r.get<std::uint64_t>(), Vec(n)};
-    training::getVecInto(r, e.hat, "choco replica");
-    if (!edges.empty() && id <= edges.rbegin()->first) throw DecodeError("choco state: edge ids not strictly increasing");
-    edges.emplace(id, std::move(e));
-  }
+  detail::ReplicaEdges edges = detail::getReplicas(r, n, "choco");
   double gamma = gamma_, windowSum = 0;
   std::uint32_t windowCount = 0;
   ConsensusWatch watch = freshWatch();

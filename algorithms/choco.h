@@ -20,9 +20,9 @@
 //    lowest since it last fell (core/consensus_watch.h, the rule the drift warning uses). Every node sees
 //    its own disagreement grow when the consensus diverges, so all halve, though not in the same round:
 //    while their steps differ the mixing is not symmetric and the average of the x_i drifts a little.
-#include <map>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/replicas.h"
 #include "core/consensus_watch.h"
 
 namespace gossip::algo {
@@ -46,15 +46,11 @@ class Choco final : public Algorithm {
   static constexpr unsigned kGammaWindow = 50;
 
  private:
-  struct Edge {
-    Incarnation incarnation = 0;  // the neighbour's life this replica belongs to
-    Vec hat;                      // replica of its xhat_j
-  };
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
   Vec hat_;                       // xhat_i, this node's public copy (what neighbours replicate)
-  std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
+  detail::ReplicaEdges edges_;  // replicas of the neighbours' xhat_j
   Vec scratch_;
   double lr_ = 0;
   double gamma_;  // the step in use (p_.gamma resolved, then halved by the adaptation)

@@ -79,11 +79,7 @@ const Vec& Codistill::copyOf(PeerId j) const {
 }
 
 void Codistill::addEdge(EdgeKey j, std::span<const double> pub) {
-  if (edges_.count(j.id))
-    throw ProtocolError("codistill: an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
-  if (pub.size() != static_cast<std::size_t>(hat_.size()))
-    throw ProtocolError("codistill: neighbour public state has wrong dimension");
-  edges_[j.id] = Edge{j.incarnation, Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()))};
+  detail::addReplica(edges_, "codistill", j, pub, hat_.size());
 }
 
 void Codistill::dropEdge(EdgeKey j) {
@@ -100,12 +96,7 @@ void Codistill::save(ByteWriter& w) const {
   serial::putTag(w, kCodistillTag);
   training::putVec(w, x_);
   training::putVec(w, hat_);
-  w.put<std::uint64_t>(edges_.size());
-  for (const auto& [id, e] : edges_) {
-    w.put<std::uint32_t>(id);
-    w.put<std::uint64_t>(e.incarnation);
-    training::putVec(w, e.hat);
-  }
+  detail::putReplicas(w, edges_);
 }
 
 void Codistill::load(ByteReader& r) {
@@ -114,16 +105,7 @@ void Codistill::load(ByteReader& r) {
   Vec x(n), hat(n);
   training::getVecInto(r, x, "codistill x");
   training::getVecInto(r, hat, "codistill x_hat");
-  const std::size_t count = serial::getCount(r, 4 + 8 + 8);  // id, incarnation, vector length at least
-  std::map<PeerId, Edge> edges;
-  for (std::size_t k = 0; k < count; ++k) {
-    const auto id = r.get<std::uint32_t>();
-    Edge e{r.get<std::uint64_t>(), Vec(n)};
-    training::getVecInto(r, e.hat, "codistill copy");
-    if (!edges.empty() && id <= edges.rbegin()->first)
-      throw DecodeError("codistill state: edge ids not strictly increasing");
-    edges.emplace(id, std::move(e));
-  }
+  detail::ReplicaEdges edges = detail::getReplicas(r, n, "codistill");
   x_.swap(x);
   hat_.swap(hat);
   edges_.swap(edges);

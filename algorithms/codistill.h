@@ -16,10 +16,10 @@
 // copies teachers() exposes; this class only moves and keeps models. Replica method: every refresh must be
 // applied exactly once.
 // Not built: the paper's variant that sends predictions on a public reference batch instead of models.
-#include <map>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/replicas.h"
 
 namespace gossip::algo {
 
@@ -46,10 +46,6 @@ class Codistill final : public Algorithm {
   const Vec& copyOf(PeerId j) const;
 
  private:
-  struct Edge {
-    Incarnation incarnation = 0;
-    Vec hat;  // replica of neighbour j's xhat_j
-  };
   // The teachers are the copies of the last mixed round's neighbours: an edge opened since (a new or restarted
   // neighbour) teaches from the round after its first mix. Why not every open edge: the daemon opens edges
   // by a handshake that may finish before or after a round's local steps, and the simulator before them, so
@@ -60,7 +56,7 @@ class Codistill final : public Algorithm {
   const compress::Compressor& c_;
   PeerId self_;
   Vec hat_;  // xhat_i, starts at x0
-  std::map<PeerId, Edge> edges_;
+  detail::ReplicaEdges edges_;  // copies of the neighbours' xhat_j
   std::vector<const Vec*> teachers_;  // &edge.hat of the last row's neighbours (std::map nodes do not move)
   Vec scratch_;
 };
