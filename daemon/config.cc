@@ -1,7 +1,9 @@
 #include "daemon/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -140,6 +142,28 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
       std::vector<PeerId> ids(c.cluster.nodes);
       for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
       p.cltk_delay = topology::diameter(topology::buildGraph(ids, topologyParams(c.cluster)));
+    }
+  }
+  if (p.name == "lsgd" && p.leader_base == "dpsgd" && p.leader_pull > 0 && !c.algorithm.lr_auto) {
+    // x_i <- (w_ii - lr lambda) C(x_i) + lr lambda C(x_l) + sum_j w_ij C(x_j) - lr g_i: above the self weight the
+    // combination is no longer convex and a pulled node overshoots its leader (lambda = 8 diverged, results
+    // section 3). The configured lr is the largest of every schedule. The graph as the stateless methods
+    // build it (engine/view.h): symmetrised unless the weights are uniform.
+    std::vector<PeerId> ids(c.cluster.nodes);
+    for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
+    const auto rule = weightRule(c.cluster);
+    auto g = topology::buildGraph(ids, topologyParams(c.cluster));
+    if (rule != topology::WeightRule::Uniform) g = topology::symmetrize(g);
+    double minSelf = 1.0;
+    for (PeerId i : ids) minSelf = std::min(minSelf, topology::mixingRow(g, i, rule).self);
+    const double step = c.algorithm.lr * p.leader_pull;
+    if (step > minSelf) {
+      char msg[200];
+      std::snprintf(msg, sizeof msg,
+                    "algorithm.leader_pull: the pull step lr * leader_pull (%.4g) must be at most the graph's smallest "
+                    "self weight (%.4g), or a pulled node overshoots its leader",
+                    step, minSelf);
+      throw ConfigError(msg);
     }
   }
   if (p.name == "lsgd" && p.leader_global_pull > 0) {

@@ -329,3 +329,30 @@ TEST_CASE("algorithmParams: cltk's delay and lsgd's global epoch from the initia
   // Off (the default pull 0): any epoch length.
   CHECK_NOTHROW(algorithmParams(loadConfig(std::nullopt, {"cluster.nodes=16", "algorithm.name=lsgd", "algorithm.leader_global_period=1"})));
 }
+
+TEST_CASE("algorithmParams: lsgd's pull step is at most the graph's smallest self weight") {
+  using gossip::daemon::algorithmParams;
+  using gossip::daemon::loadConfig;
+  // A 16-node ring with Metropolis weights: every self weight is 1/3; lr 0.05.
+  const std::vector<std::string> ring{"cluster.nodes=16", "cluster.topology=ring", "algorithm.name=lsgd", "algorithm.lr=0.05"};
+  auto with = [&](std::string extra) {
+    auto s = ring;
+    s.push_back(std::move(extra));
+    return loadConfig(std::nullopt, s);
+  };
+  CHECK_NOTHROW(algorithmParams(with("algorithm.leader_pull=6.6")));  // 0.33 <= 1/3
+  try {
+    (void)algorithmParams(with("algorithm.leader_pull=8"));
+    FAIL("a pull step above the self weight was accepted");
+  } catch (const gossip::ConfigError& e) {
+    CHECK(std::string(e.what()) == "algorithm.leader_pull: the pull step lr * leader_pull (0.4) must be at most the graph's "
+                                   "smallest self weight (0.3333), or a pulled node overshoots its leader");
+  }
+  // Not checked where the bound does not apply: on DeepSqueeze (the pull acts on sketches) and with lr_auto.
+  auto ds = with("algorithm.leader_base=deepsqueeze");
+  ds.algorithm.leader_pull = 8;
+  CHECK_NOTHROW(algorithmParams(ds));
+  auto automatic = with("algorithm.lr_auto=true");
+  automatic.algorithm.leader_pull = 8;
+  CHECK_NOTHROW(algorithmParams(automatic));
+}
