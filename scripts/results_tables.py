@@ -311,7 +311,7 @@ def gamma_table():
 def leader_table():
     """lsgd and codistill against D-PSGD (scripts/run_results.sh leader)."""
     base = load("leader_dpsgd")
-    runs = [("D-PSGD fp32", base)] + [(f"lsgd, λ = {l}", load(f"leader_lsgd_{l}")) for l in ("0.5", "2", "8")]
+    runs = [("D-PSGD fp32", base)] + [(f"lsgd, λ = {l}", load(f"leader_lsgd_{l}")) for l in ("0.5", "2")]
     runs += [(f"lsgd, global leader g = {g} (every 100 rounds)", load(f"leader_lsgd_global_{g}")) for g in ("0.1", "0.5")]
     runs += [("lsgd, λ = 2 and global g = 0.5", load("leader_lsgd_2_global_0.5"))]
     runs += [("alone (codistill, α = 0)", load("leader_codistill_0"))]

@@ -118,7 +118,8 @@ for s in "${sections[@]}"; do
     F=experiments/fmnist_softmax.toml
     M=(--set model.kind=mlp --set 'model.hidden=[128]')
     run leader_dpsgd "$F" "${M[@]}"   # = mlp_dpsgd, with this build's node evaluation (all test images at the end)
-    for l in 0.5 2 8; do run "leader_lsgd_$l" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=$l; done
+    # (lambda = 8, lr * lambda = 0.4 above the ring's self weight 1/3, diverged; it is refused now)
+    for l in 0.5 2; do run "leader_lsgd_$l" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=$l; done
     # the global leader (epochs of 100 rounds), alone and with the local pull
     for g in 0.1 0.5; do
       run "leader_lsgd_global_$g" "$F" "${M[@]}" --set algorithm.name=lsgd --set algorithm.leader_pull=0 \
@@ -145,7 +146,6 @@ for s in "${sections[@]}"; do
       run "leader_lsgd_deepsqueeze_topk_$l" "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=lsgd \
         --set algorithm.leader_base=deepsqueeze --set algorithm.eta=0.02 --set algorithm.leader_pull=$l
     done
-    # (lambda = 8 diverges: not plotted, its 1e28 losses would flatten the others)
     $PLOT "$OUT"/leader_{dpsgd,lsgd_2,codistill_0,codistill_4,codistill_4_topk,deepsqueeze_topk}.json \
       -o "$OUT/leader.png" --node-accuracy --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)" \
       --labels "D-PSGD fp32" "lsgd λ = 2" "alone (codistill α = 0)" "codistill α = 4" "codistill α = 4, top-1% copies" \
