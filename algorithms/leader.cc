@@ -50,12 +50,14 @@ void LeaderPull<Base>::noteLoss(double loss) {
 template <class Base>
 void LeaderPull<Base>::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   Base::prepare(t, g, lr, out);
+  // The trailers follow the codec's payload (appending costs no copy of the payload); the loss comes last.
   if (global()) appendGlobal(t, out);
   append(out.bytes, ownLoss());
   pullRound_ = p_.leader_pull > 0.0 && t % p_.leader_period == 0;
 }
 
-// The loss travels as a trailer after the codec's payload (appending costs no copy of the payload).
+// The global part of the trailer, before the loss (leader.h, kGlobalBytes): closes an election at an epoch's
+// first round, the winner's copy of its own model or a copy to relay, and this epoch's candidate.
 template <class Base>
 void LeaderPull<Base>::appendGlobal(Round t, compress::Encoded& out) {
   const std::uint64_t epoch = t / p_.leader_global_period;
@@ -93,7 +95,7 @@ typename LeaderPull<Base>::Parsed LeaderPull<Base>::parse(const Incoming& m) con
   Parsed r;
   std::size_t n = m.payload.size();
   const std::byte* b = m.payload.data();
-  if (n < this->kHeaderBytes) throw RejectedMessage(m.from, "lsgd message shorter than its loss trailer");
+  if (n < kHeaderBytes) throw RejectedMessage(m.from, "lsgd message shorter than its loss trailer");
   n -= kHeaderBytes;
   r.loss = readAt<double>(b + n);
   if (!std::isfinite(r.loss)) throw RejectedMessage(m.from, "lsgd message with a non-finite loss");
