@@ -27,6 +27,9 @@ now_ms() { date +%s%3N; }
 # Every stage reads all its input (no grep -m1 or head: the writer would die of SIGPIPE, failing the
 # pipeline under pipefail).
 event_ms() { docker logs "$1" 2>&1 | grep -- "$2" | sed -n '1s/.*\[t=\([0-9]*\)\].*/\1/p' | grep .; }
+# Whether container $1 logged a line matching $3 stamped [t=ms] at or after $2. Earlier lines do not count:
+# the merge of step 2 can leave death verdicts about a member in a node's log (see incarnation_of below).
+logged_since() { docker logs "$1" 2>&1 | grep -- "$3" | sed -n 's/.*\[t=\([0-9]*\)\].*/\1/p' | awk -v s="$2" '$1 >= s {f = 1} END {exit !f}'; }
 # final_accuracy NAME: checks that every node finished cleanly, copies the nodes' final models out of their
 # volumes and prints scripts/eval_models.py's JSON (per-node accuracies, their mean, and the accuracy of the
 # average model). Each node's accuracy must match what the node itself reported (status.json), which keeps
@@ -149,7 +152,7 @@ compose stop -t 20 "node-$S" >/dev/null 2>&1
 [ "$(exit_code "$CS")" = 0 ] || fail "node-$S exited with code $(exit_code "$CS") after docker-compose stop"
 wait_for 30 "node-0 to see stopped node-$S leave" logs_have "$C0" "member $S (incarnation $IS) left"
 leave_seen_ms=$(( $(event_ms "$C0" "member $S (incarnation $IS) left") - t_stop ))
-if logs_have "$C0" "member $S (incarnation $IS) declared dead"; then fail "node-$S's graceful stop was taken for a death"; fi
+if logged_since "$C0" "$t_stop" "member $S (incarnation $IS) declared dead"; then fail "node-$S's graceful stop was taken for a death"; fi
 survivor_trains "$C0" "node-0 after the stop"
 log "4. docker-compose stop node-$S (incarnation $IS): exit 0, leave seen after $leave_seen_ms ms"
 
