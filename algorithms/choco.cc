@@ -42,12 +42,7 @@ void Choco::apply(Round t, std::span<const Incoming> msgs, const topology::Mixin
   detail::validateReplicaRound("choco", c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   // First bring every replica up to date, then mix with the updated hats.
   for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
-  scratch_.setZero();
-  double total = 0.0;
-  for (const auto& [j, w] : row.neighbors) {
-    scratch_ += w * edges_.at(j).hat;
-    total += w;
-  }
+  const double total = detail::replicaSum(edges_, row, scratch_);
   disagreement_ = (total * hat_ - scratch_).norm();
   x_ += gamma_ * (scratch_ - total * hat_);
   proxL1(x_, lr_ * p_.l1);

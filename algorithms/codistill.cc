@@ -37,30 +37,17 @@ void Codistill::apply(Round t, std::span<const Incoming> msgs, const topology::M
   if (refresh) {
     detail::validateReplicaRound("codistill", c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   } else {  // the same checks, and the message must be empty
-    if (row.neighbors.size() != edges_.size())
-      throw ProtocolError("codistill: round has " + std::to_string(row.neighbors.size()) + " neighbours but " +
-                          std::to_string(edges_.size()) + " edges");
-    for (const auto& [j, w] : row.neighbors) {
-      auto e = edges_.find(j);
-      if (e == edges_.end()) throw ProtocolError("codistill: no edge state for neighbour " + std::to_string(j));
-      const Incoming* m = detail::findIncoming(msgs, j);
-      if (!m) throw ProtocolError("codistill: missing message from neighbour " + std::to_string(j));
-      if (m->incarnation != e->second.incarnation)
-        throw RejectedMessage(j, "incarnation " + std::to_string(m->incarnation) + " but the edge is to incarnation " +
-                                     std::to_string(e->second.incarnation));
-      if (!m->payload.empty()) throw RejectedMessage(j, "codistill: a model refresh outside the refresh rounds");
-    }
+    detail::validateReplicaMessages("codistill", msgs, row, edges_.size(), detail::incarnationLookup(edges_),
+                                    [](const Incoming& m) {
+                                      if (!m.payload.empty())
+                                        throw RejectedMessage(m.from, "codistill: a model refresh outside the refresh rounds");
+                                    });
     useRowAsTeachers(row);
     return;
   }
   for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
   // How far this node's public model is from its neighbours' (the disagreement the runtime reports).
-  scratch_.setZero();
-  double total = 0.0;
-  for (const auto& [j, w] : row.neighbors) {
-    scratch_ += w * edges_.at(j).hat;
-    total += w;
-  }
+  const double total = detail::replicaSum(edges_, row, scratch_);
   disagreement_ = (total * hat_ - scratch_).norm();
   useRowAsTeachers(row);
 }

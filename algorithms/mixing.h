@@ -60,11 +60,11 @@ inline double mixArrived(const compress::Compressor& c, std::span<const Incoming
 }
 
 // Validation pass of the replica methods: the message of every neighbour of the row must be present
-// (ProtocolError otherwise), come from the edge's incarnation and decode (RejectedMessage otherwise).
-// `edgeInc(j)` returns the incarnation of the edge to j or nullopt if there is none. Touches only scratch.
-template <class EdgeInc>
-void validateReplicaRound(std::string_view who, const compress::Compressor& c, std::span<const Incoming> msgs,
-                          const topology::MixingRow& row, std::size_t edgeCount, EdgeInc edgeInc, Vec& scratch) {
+// (ProtocolError otherwise), come from the edge's incarnation and pass checkPayload(message), which throws
+// RejectedMessage. `edgeInc(j)` returns the incarnation of the edge to j or nullopt if there is none.
+template <class EdgeInc, class CheckPayload>
+void validateReplicaMessages(std::string_view who, std::span<const Incoming> msgs, const topology::MixingRow& row,
+                             std::size_t edgeCount, EdgeInc edgeInc, CheckPayload checkPayload) {
   if (row.neighbors.size() != edgeCount)
     throw ProtocolError(std::string(who) + ": round has " + std::to_string(row.neighbors.size()) +
                         " neighbours but " + std::to_string(edgeCount) + " edges");
@@ -76,9 +76,18 @@ void validateReplicaRound(std::string_view who, const compress::Compressor& c, s
     if (m->incarnation != *inc)
       throw RejectedMessage(j, "incarnation " + std::to_string(m->incarnation) + " but the edge is to incarnation " +
                                    std::to_string(*inc));
-    scratch.setZero();
-    decodeAddFrom(c, *m, scratch, 1.0);
+    checkPayload(*m);
   }
+}
+
+// validateReplicaMessages where every payload must decode (RejectedMessage otherwise). Touches only scratch.
+template <class EdgeInc>
+void validateReplicaRound(std::string_view who, const compress::Compressor& c, std::span<const Incoming> msgs,
+                          const topology::MixingRow& row, std::size_t edgeCount, EdgeInc edgeInc, Vec& scratch) {
+  validateReplicaMessages(who, msgs, row, edgeCount, edgeInc, [&](const Incoming& m) {
+    scratch.setZero();
+    decodeAddFrom(c, m, scratch, 1.0);
+  });
 }
 
 // For the replica methods' edge maps (PeerId -> Edge with an `incarnation` member): the keys, sorted, and

@@ -29,6 +29,17 @@ inline void addReplica(ReplicaEdges& edges, std::string_view who, EdgeKey j, std
   edges[j.id] = ReplicaEdge{j.incarnation, Eigen::Map<const Vec>(pub.data(), dim)};
 }
 
+// sum = sum_j w_ij hat_j over the row's neighbours (each must have an edge); returns sum_j w_ij.
+inline double replicaSum(const ReplicaEdges& edges, const topology::MixingRow& row, Vec& sum) {
+  sum.setZero();
+  double total = 0.0;
+  for (const auto& [j, w] : row.neighbors) {
+    sum += w * edges.at(j).hat;
+    total += w;
+  }
+  return total;
+}
+
 // Count, then id, incarnation and replica of each edge in id order.
 inline void putReplicas(ByteWriter& w, const ReplicaEdges& edges) {
   w.put<std::uint64_t>(edges.size());
