@@ -45,6 +45,7 @@ enum class CodecId : std::uint8_t {
   NatDither = 10,
   TopKQuant = 11,   // top-k support, values coded by C_nat or natural dithering
   SharedSupport = 12,  // CLT-k style: values on a support both ends already know
+  Lgc = 13,            // learned linear code of blocks plus top-k of the residual (lgc.h)
 };
 
 // Every payload starts with this 8-byte header.
@@ -93,12 +94,13 @@ class Compressor {
 // User-facing description of a compressor, filled from the [compressor] config section.
 struct CompressorSpec {
   std::string name = "fp32";   // fp32|identity, fp16, bf16, topk, randk, sign, qsgd, lead, natural, dither,
-                               // topk_natural, topk_dither, cltk
+                               // topk_natural, topk_dither, cltk, lgc
   double ratio = 0.01;         // topk/randk/cltk: fraction of entries kept (k = max(1, round(ratio*d)))
   std::uint32_t k = 0;         // if > 0, overrides ratio
   unsigned bits = 2;           // lead: b (levels s = 2^(b-1))
   unsigned levels = 16;        // qsgd: s; dither: s
-  std::uint32_t block = 0;     // sign/qsgd/lead/dither: block length, 0 = whole vector
+  std::uint32_t block = 0;     // sign/qsgd/lead/dither: block length, 0 = whole vector; lgc: autoencoder input
+  std::uint32_t codes = 8;     // lgc: coefficients per block (the code length m)
   bool unbiased = false;       // randk: scale by d/k; qsgd: false = scaled (biased) form
   bool inf_norm = true;        // dither: p = inf (true) or p = 2 (false)
 };

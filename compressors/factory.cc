@@ -4,6 +4,7 @@
 #include "compressors/cast.h"
 #include "compressors/compressor.h"
 #include "compressors/lead_quant.h"
+#include "compressors/lgc.h"
 #include "compressors/natural.h"
 #include "compressors/qsgd.h"
 #include "compressors/randk.h"
@@ -25,7 +26,7 @@ constexpr std::array kEntries{
     Entry{"bf16", makeBf16},          Entry{"topk", makeTopK},       Entry{"randk", makeRandK},
     Entry{"sign", makeSign},          Entry{"qsgd", makeQsgd},       Entry{"lead", makeLeadQuant},
     Entry{"natural", makeNatural},    Entry{"dither", makeDither},   Entry{"topk_natural", makeTopKNatural},
-    Entry{"topk_dither", makeTopKDither}, Entry{"cltk", makeCltk},
+    Entry{"topk_dither", makeTopKDither}, Entry{"cltk", makeCltk},         Entry{"lgc", makeLgc},
 };
 constexpr auto kNames = [] {
   std::array<std::string_view, kEntries.size()> names{};

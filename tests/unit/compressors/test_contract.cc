@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/lgc.h"
 #include "compressors/select.h"
 #include "compressors/shared_support.h"
 #include "core/error.h"
@@ -31,6 +32,7 @@ gc::CompressorSpec specFor(std::string_view name) {
   s.name = std::string(name);
   s.ratio = kRatio;
   if (name == "sign" || name == "qsgd" || name == "lead" || name == "dither") s.block = 64;  // several blocks
+  if (name == "lgc") s.block = 16, s.codes = 3;
   return s;
 }
 
@@ -52,11 +54,30 @@ std::vector<double> input(std::size_t d, std::uint64_t seed) {
   return x;
 }
 
-// CLT-k encodes only on an agreed support: install the top-k of x, as the round's leader would.
+// CLT-k encodes only on an agreed support: install the top-k of x, as the round's leader would. LGC codes
+// with a basis once one is installed: the first 16 x 3 entries of a normal vector, made orthonormal.
 void prepare(gc::Compressor& c, const std::vector<double>& x) {
   if (auto* ctl = gc::cltkControl(c)) {
     const auto d = static_cast<std::uint32_t>(x.size());
     ctl->setSupport(gc::chooseSupport(std::span<const double>(x), ctl->supportSize(d)));
+  }
+  if (auto* ctl = gc::lgcControl(c)) {
+    const std::uint32_t b = ctl->block(), m = ctl->codes();
+    Rng rng(77);
+    std::vector<double> q(std::size_t{b} * m);
+    for (std::uint32_t j = 0; j < m; ++j) {
+      double* col = q.data() + std::size_t{j} * b;
+      for (std::uint32_t i = 0; i < b; ++i) col[i] = rng.normal();
+      for (std::uint32_t l = 0; l < j; ++l) {
+        double dot = 0;
+        for (std::uint32_t i = 0; i < b; ++i) dot += col[i] * q[std::size_t{l} * b + i];
+        for (std::uint32_t i = 0; i < b; ++i) col[i] -= dot * q[std::size_t{l} * b + i];
+      }
+      double n = 0;
+      for (std::uint32_t i = 0; i < b; ++i) n += col[i] * col[i];
+      for (std::uint32_t i = 0; i < b; ++i) col[i] /= std::sqrt(n);
+    }
+    ctl->setBasis(gc::LgcBasis(b, m, std::vector<float>(q.begin(), q.end())));
   }
 }
 
@@ -101,6 +122,7 @@ std::optional<FloatSlot> firstFloat(std::string_view name, std::uint32_t d) {
   if (name == "topk_natural") return FloatSlot{12 + gc::indexBytes(d, k), FloatSlot::NatExponent};
   if (name == "topk" || name == "topk_dither") return FloatSlot{12 + gc::indexBytes(d, k), FloatSlot::F32};
   if (name == "randk" || name == "cltk") return FloatSlot{16, FloatSlot::F32};
+  if (name == "lgc") return d >= 16 ? FloatSlot{16, FloatSlot::F32} : FloatSlot{16 + 12 + gc::indexBytes(d, k), FloatSlot::F32};
   return FloatSlot{8, FloatSlot::F32};  // fp32/identity values, block codecs' first scale
 }
 
