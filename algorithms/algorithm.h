@@ -86,6 +86,9 @@ struct AlgorithmParams {
   std::uint32_t cltk_nodes = 0;     // cltk: leaders are member ids 0..cltk_nodes-1, in turn (docs/cltk.md)
   std::uint32_t cltk_delay = 0;     // cltk: round t uses the set chosen at t - cltk_delay (>= the diameter)
   std::uint32_t cltk_period = 1;    // cltk: a set is chosen every cltk_period rounds and used that long
+  std::uint64_t lgc_warmup = 200;   // lgc: rounds of top-k while member 0 learns the basis (docs/lgc.md)
+  std::uint64_t lgc_window = 10;    // lgc: the learner sums each sender's messages over this many rounds
+  std::uint32_t lgc_delay = 0;      // lgc: rounds the basis takes to spread (>= the diameter); coding starts then
   std::uint64_t seed = 1;      // per-node compressor randomness is derived from (seed, node, round)
   Incarnation incarnation = 0; // this node's life; a restart must not replay its previous life's streams
 };

@@ -5,6 +5,7 @@
 #include "algorithms/codistill.h"
 #include "algorithms/cltk_round.h"
 #include "algorithms/leader.h"
+#include "algorithms/lgc_round.h"
 #include "algorithms/primal_dual.h"
 #include "algorithms/stateless.h"
 #include "core/error.h"
@@ -31,6 +32,18 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
       return std::make_unique<DeepSqueeze>(p, own, self, x);
     };  // called once, inside the constructor
     return std::make_unique<CltkRound>(p, cltk->fresh(), self, x0, method);
+  }
+  if (const auto* lgc = compress::lgcControl(c)) {
+    // The method runs on a codec of its own (an lgc codec holds the node's basis), inside LgcRound.
+    if (n != "choco" && n != "deepsqueeze")
+      throw ConfigError("compressor.name: lgc works with algorithm choco or deepsqueeze, not " + n +
+                        " (it needs error-compensated messages, docs/lgc.md)");
+    if (p.lgc_window == 0) throw ConfigError("compressor.lgc_window must be at least 1");
+    const auto method = [&p, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
+      if (p.name == "choco") return std::make_unique<Choco>(p, own, self, x);
+      return std::make_unique<DeepSqueeze>(p, own, self, x);
+    };  // called once, inside the constructor
+    return std::make_unique<LgcRound>(p, lgc->fresh(), self, x0, method);
   }
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
