@@ -131,18 +131,24 @@ algo::AlgorithmParams algorithmParams(const Config& c) {
   p.alpha = c.algorithm.alpha;
   p.beta = c.compressor_beta;
   p.seed = c.cluster.seed;
+  // cltk's sets and lgc's basis are flooded along the send edges of the initial graph (a directed graph's
+  // diameter bounds the symmetrised one's, which the replica methods use). A graph that changes later
+  // (churn, the time-varying exponential) may need more: set compressor.cltk_delay / lgc_delay then.
+  const auto initialDiameter = [&c] {
+    std::vector<PeerId> ids(c.cluster.nodes);
+    for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
+    return static_cast<std::uint32_t>(topology::diameter(topology::buildGraph(ids, topologyParams(c.cluster))));
+  };
   if (c.compressor.name == "cltk") {
     p.cltk_nodes = c.cluster.nodes;
     p.cltk_delay = c.compressor_cltk_delay;
     p.cltk_period = c.compressor_cltk_period;
-    if (p.cltk_delay == 0) {
-      // Flooded along the send edges of the initial graph (a directed graph's diameter bounds the
-      // symmetrised one's, which the replica methods use). A graph that changes later (churn, the
-      // time-varying exponential) may need more: set compressor.cltk_delay then.
-      std::vector<PeerId> ids(c.cluster.nodes);
-      for (PeerId i = 0; i < ids.size(); ++i) ids[i] = i;
-      p.cltk_delay = topology::diameter(topology::buildGraph(ids, topologyParams(c.cluster)));
-    }
+    if (p.cltk_delay == 0) p.cltk_delay = initialDiameter();
+  }
+  if (c.compressor.name == "lgc") {
+    p.lgc_warmup = c.compressor_lgc_warmup;
+    p.lgc_window = c.compressor_lgc_window;
+    p.lgc_delay = c.compressor_lgc_delay == 0 ? initialDiameter() : c.compressor_lgc_delay;
   }
   if (p.name == "lsgd" && p.leader_base == "dpsgd" && p.leader_pull > 0 && !c.algorithm.lr_auto) {
     // x_i <- (w_ii - lr lambda) C(x_i) + lr lambda C(x_l) + sum_j w_ij C(x_j) - lr g_i: above the self weight the

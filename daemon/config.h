@@ -200,6 +200,9 @@ struct Config {
   double compressor_beta = 1.0;         // [compressor].beta: error-feedback low-pass factor, (0,1]
   std::uint32_t compressor_cltk_delay = 0;  // [compressor].cltk_delay: rounds a cltk set takes to spread; 0 = diameter
   std::uint32_t compressor_cltk_period = 1;  // [compressor].cltk_period: rounds each cltk set is used
+  std::uint64_t compressor_lgc_warmup = 200;  // [compressor].lgc_warmup: top-k rounds while member 0 learns the basis
+  std::uint64_t compressor_lgc_window = 10;   // [compressor].lgc_window: rounds of message sums per learning sample
+  std::uint32_t compressor_lgc_delay = 0;     // [compressor].lgc_delay: rounds the basis takes to spread; 0 = diameter
   ModelConfig model;
   DataConfig data;
   FaultsConfig faults;
