@@ -13,6 +13,7 @@
 #include "engine/checkpoint.h"
 #include "engine/frame.h"
 #include "fuzz/engine_rig.h"
+#include "fuzz/targets.h"
 
 namespace fs = std::filesystem;
 using namespace gossip;
@@ -80,9 +81,11 @@ int main(int argc, char** argv) {
         {.name = "qsgd", .levels = 4}, {.name = "qsgd", .levels = 16, .block = 8}, {.name = "lead", .bits = 2},
         {.name = "lead", .bits = 4, .block = 8}, {.name = "natural"}, {.name = "dither", .levels = 4},
         {.name = "dither", .levels = 8, .inf_norm = false}, {.name = "topk_natural", .ratio = 0.25},
-        {.name = "topk_dither", .ratio = 0.25}, {.name = "cltk", .ratio = 0.25}};
+        {.name = "topk_dither", .ratio = 0.25}, {.name = "cltk", .ratio = 0.25},
+        {.name = "lgc", .ratio = 0.25, .block = 8, .codes = 2}};
     for (std::size_t i = 0; i < specs.size(); ++i) {
       auto c = compress::makeCompressor(specs[i]);
+      fuzz::installFuzzBasis(*c);
       for (std::size_t dim : {1, 13, 64}) {
         Bytes b{std::byte(i), std::byte(dim - 1)};
         append(b, encodeVector(*c, dim, i * 100 + dim));

@@ -3,11 +3,20 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "compressors/lgc.h"
 #include "core/error.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/targets.h"
 
 namespace gossip::fuzz {
+
+void installFuzzBasis(compress::Compressor& c) {
+  if (auto* lgc = compress::lgcControl(c)) {
+    std::vector<float> cols(16, 0.0f);
+    cols[0] = cols[9] = 1.0f;
+    lgc->setBasis(compress::LgcBasis(8, 2, std::move(cols)));
+  }
+}
 
 namespace {
 // Every codec with parameters that shape its wire format (block, bits, levels); the first input byte
@@ -22,9 +31,12 @@ std::vector<std::unique_ptr<compress::Compressor>> makeAll() {
       {.name = "natural"},                   {.name = "dither", .levels = 4},
       {.name = "dither", .levels = 8, .inf_norm = false},
       {.name = "topk_natural", .ratio = 0.25}, {.name = "topk_dither", .ratio = 0.25},
-      {.name = "cltk", .ratio = 0.25}};
+      {.name = "cltk", .ratio = 0.25},        {.name = "lgc", .ratio = 0.25, .block = 8, .codes = 2}};
   std::vector<std::unique_ptr<compress::Compressor>> out;
-  for (const auto& s : specs) out.push_back(compress::makeCompressor(s));
+  for (const auto& s : specs) {
+    out.push_back(compress::makeCompressor(s));
+    installFuzzBasis(*out.back());
+  }
   return out;
 }
 }  // namespace

@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <string_view>
 
+namespace gossip::compress {
+class Compressor;
+}
+
 namespace gossip::fuzz {
 
 // A frame as it comes off a socket: header decode (magic, version, kind, checksums, limits) and payload check.
@@ -21,6 +25,10 @@ int engine(const std::uint8_t* data, std::size_t size);
 int checkpoint(const std::uint8_t* data, std::size_t size);
 // A TOML config text through parse, schema and validation: ConfigError only.
 int config(const std::uint8_t* data, std::size_t size);
+
+// The codecs target's lgc decodes coded payloads only with a basis: installs a fixed one (the first two
+// unit vectors of R^8) in an lgc codec; other codecs are left alone. The seeds use it to encode.
+void installFuzzBasis(compress::Compressor& c);
 
 using Target = int (*)(const std::uint8_t*, std::size_t);
 // nullptr for an unknown name.
