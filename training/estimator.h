@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "core/bytes.h"
 #include "core/error.h"
@@ -21,6 +22,16 @@ class GradientEstimator {
   virtual double estimateDistilled(const Vec& x, std::span<const Vec* const> teachers, double weight, Vec& g) {
     if (teachers.empty() || weight == 0.0) return estimate(x, g);
     throw ConfigError("codistillation needs estimator.kind = \"sgd\" (a minibatch of the node's own data)");
+  }
+  // Codistillation's reference variant (algorithms/codistill_reference.h), on the reference rows given in
+  // EstimatorSpec::reference: estimate() plus weight * mean KL(q || p(x)) over those rows
+  // (Model::addReferenceTerm), and the model's class probabilities on them. Only minibatch SGD has them.
+  virtual double estimateWithReference(const Vec& x, std::span<const double> /*q*/, double weight, Vec& g) {
+    if (weight == 0.0) return estimate(x, g);
+    throw ConfigError("codistillation needs estimator.kind = \"sgd\" (a minibatch of the node's own data)");
+  }
+  virtual void predictReference(const Vec& /*x*/, std::vector<double>& /*probs*/) {
+    throw ConfigError("codistillation with a reference set needs estimator.kind = \"sgd\"");
   }
   // Drops variance-reduction memory (after a warm restart or a model transfer).
   virtual void reset() {}

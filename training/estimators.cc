@@ -44,6 +44,18 @@ double SgdEstimator::estimateDistilled(const Vec& x, std::span<const Vec* const>
   return model_.distillLossAndGrad(x, data_, batchRows(), teachers, weight, g);
 }
 
+double SgdEstimator::estimateWithReference(const Vec& x, std::span<const double> q, double weight, Vec& g) {
+  const double loss = estimate(x, g);
+  if (weight == 0.0) return loss;
+  if (reference_ == nullptr) throw ConfigError("codistillation's reference variant: the estimator has no reference rows");
+  return loss + model_.addReferenceTerm(x, *reference_, q, weight, g);
+}
+
+void SgdEstimator::predictReference(const Vec& x, std::vector<double>& probs) {
+  if (reference_ == nullptr) throw ConfigError("codistillation's reference variant: the estimator has no reference rows");
+  model_.predictProbs(x, *reference_, probs);
+}
+
 // ---------------------------------------------------------------- LSVRG
 
 LsvrgEstimator::LsvrgEstimator(const Model& model, const Dataset& data, std::vector<std::uint32_t> rows,
@@ -151,7 +163,11 @@ std::unique_ptr<GradientEstimator> makeEstimator(const EstimatorSpec& spec, cons
   const std::size_t m = rows.size();
   const std::size_t b = std::min(spec.batch, m);
   const auto* linear = dynamic_cast<const LinearModel*>(&model);
-  if (spec.kind == "sgd") return std::make_unique<SgdEstimator>(model, data, std::move(rows), b, seed);
+  if (spec.kind == "sgd") {
+    auto sgd = std::make_unique<SgdEstimator>(model, data, std::move(rows), b, seed);
+    sgd->setReference(spec.reference);
+    return sgd;
+  }
   if (spec.kind == "full") return std::make_unique<FullGradientEstimator>(model, data, std::move(rows), b, seed);
   if (spec.kind == "lsvrg") {
     if (!(spec.lsvrg_p >= 0.0 && spec.lsvrg_p <= 1.0))

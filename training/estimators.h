@@ -24,6 +24,8 @@ struct EstimatorSpec {
   std::string kind = "sgd";
   std::size_t batch = 32;  // distinct samples per estimate (capped at the node's sample count)
   double lsvrg_p = 0.0;    // reference refresh probability; 0 = batch / m (= 1/m for batch 1)
+  // sgd: codistillation's reference rows (algorithm.distill_reference), owned by the caller; null = none.
+  const Dataset* reference = nullptr;
 };
 
 // ConfigError naming estimator.<field> for bad values or an empty row list.
@@ -88,8 +90,14 @@ class SgdEstimator final : public SampledEstimator {
   using SampledEstimator::SampledEstimator;
   double estimate(const Vec& x, Vec& g) override;
   double estimateDistilled(const Vec& x, std::span<const Vec* const> teachers, double weight, Vec& g) override;
+  double estimateWithReference(const Vec& x, std::span<const double> q, double weight, Vec& g) override;
+  void predictReference(const Vec& x, std::vector<double>& probs) override;
+  void setReference(const Dataset* reference) { reference_ = reference; }
   void saveState(ByteWriter& w) const override;
   void loadState(ByteReader& r) override;
+
+ private:
+  const Dataset* reference_ = nullptr;
 };
 
 // g = grad f_B(x) - grad f_B(w) + mu with mu = grad f_i(w); after use, w <- x with probability p.

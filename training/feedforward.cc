@@ -207,6 +207,53 @@ double FeedForwardModel::distillLossAndGrad(const Vec& x, const Dataset& data, s
   return total + 0.5 * l2_ * x.squaredNorm();
 }
 
+void FeedForwardModel::predictProbs(const Vec& x, const Dataset& ref, std::vector<double>& probs) const {
+  GOSSIP_CHECK(static_cast<std::size_t>(x.size()) == dim_ && ref.features() == features_, name(),
+               ": reference rows of ", ref.features(), " features for a model of ", features_);
+  const RowSet rows = RowSet::all(ref);
+  probs.resize(rows.size() * static_cast<std::size_t>(classes_));
+  for (std::size_t begin = 0; begin < rows.size(); begin += kChunkRows) {
+    const std::size_t count = std::min(kChunkRows, rows.size() - begin);
+    MatMap z = forward(x, ref, rows, begin, count);
+    for (Eigen::Index k = 0; k < z.rows(); ++k) {
+      auto row = z.row(k);
+      row = (row.array() - row.maxCoeff()).exp();
+      row /= row.sum();
+      double* out = probs.data() + (begin + static_cast<std::size_t>(k)) * static_cast<std::size_t>(classes_);
+      for (Eigen::Index c = 0; c < row.size(); ++c) out[c] = row[c];
+    }
+  }
+}
+
+double FeedForwardModel::addReferenceTerm(const Vec& x, const Dataset& ref, std::span<const double> q, double weight,
+                                          Vec& grad) const {
+  const RowSet rows = RowSet::all(ref);
+  GOSSIP_CHECK(static_cast<std::size_t>(x.size()) == dim_ && ref.features() == features_ &&
+                   q.size() == rows.size() * static_cast<std::size_t>(classes_) &&
+                   static_cast<std::size_t>(grad.size()) == dim_,
+               name(), ": reference term with ", q.size(), " target values for ", rows.size(), " rows");
+  if (rows.size() == 0 || weight == 0.0) return 0.0;
+  // d/dz [weight/R KL(q || softmax z)] = weight/R (p - q); backward adds its gradient to grad directly.
+  const double scale = weight / static_cast<double>(rows.size());
+  double total = 0.0;
+  for (std::size_t begin = 0; begin < rows.size(); begin += kChunkRows) {
+    const std::size_t count = std::min(kChunkRows, rows.size() - begin);
+    MatMap z = forward(x, ref, rows, begin, count);
+    for (Eigen::Index k = 0; k < z.rows(); ++k) {
+      const double* qk = q.data() + (begin + static_cast<std::size_t>(k)) * static_cast<std::size_t>(classes_);
+      auto row = z.row(k);
+      const double m = row.maxCoeff();
+      const double lse = m + std::log((row.array() - m).exp().sum());
+      for (Eigen::Index c = 0; c < row.size(); ++c)
+        if (qk[c] > 0.0) total += qk[c] * (std::log(qk[c]) - (row[c] - lse));  // 0 log 0 = 0
+      row = (row.array() - lse).exp();
+      for (Eigen::Index c = 0; c < row.size(); ++c) row[c] = scale * (row[c] - qk[c]);
+    }
+    backward(x, count, grad);
+  }
+  return weight * total / static_cast<double>(rows.size());
+}
+
 double FeedForwardModel::loss(const Vec& x, const Dataset& data) const {
   const double total = sumLoss(x, data, RowSet::all(data), nullptr);
   const double n = static_cast<double>(data.samples());

@@ -33,6 +33,9 @@ class FeedForwardModel final : public Model {
                      Vec& grad) const override;
   double distillLossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
                             std::span<const Vec* const> teachers, double weight, Vec& grad) const override;
+  void predictProbs(const Vec& x, const Dataset& ref, std::vector<double>& probs) const override;
+  double addReferenceTerm(const Vec& x, const Dataset& ref, std::span<const double> q, double weight,
+                          Vec& grad) const override;
   double loss(const Vec& x, const Dataset& data) const override;
   double accuracy(const Vec& x, const Dataset& data) const override;
   double l1() const override { return l1_; }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 #include <string>
 
 #include "core/error.h"
@@ -29,6 +30,18 @@ class Model {
   virtual double distillLossAndGrad(const Vec& x, const Dataset& data, std::span<const std::uint32_t> rows,
                                     std::span<const Vec* const> teachers, double weight, Vec& grad) const {
     if (teachers.empty() || weight == 0.0) return lossAndGrad(x, data, rows, grad);
+    throw ConfigError("model " + name() + " cannot be codistilled: it needs a softmax output (model.kind = softmax or mlp)");
+  }
+  // Codistillation's reference variant (algorithms/codistill_reference.h), on the rows of a reference set all
+  // nodes hold. predictProbs: this model's class probabilities on every row of ref, row-major (rows x
+  // classes) into probs (resized). addReferenceTerm: adds to grad the gradient of weight * mean_r KL(q_r ||
+  // p_r(x)) over ref's rows, q row-major like probs (constants), and returns that term. Labels of ref are
+  // not used. Only classifiers with a softmax output implement them.
+  virtual void predictProbs(const Vec& /*x*/, const Dataset& /*ref*/, std::vector<double>& /*probs*/) const {
+    throw ConfigError("model " + name() + " cannot be codistilled: it needs a softmax output (model.kind = softmax or mlp)");
+  }
+  virtual double addReferenceTerm(const Vec& /*x*/, const Dataset& /*ref*/, std::span<const double> /*q*/,
+                                  double /*weight*/, Vec& /*grad*/) const {
     throw ConfigError("model " + name() + " cannot be codistilled: it needs a softmax output (model.kind = softmax or mlp)");
   }
   // Mean smooth loss over all of data.

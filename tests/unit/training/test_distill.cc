@@ -123,3 +123,88 @@ TEST_CASE("a model without a softmax output refuses a distillation term with a C
   CHECK_THROWS_AS(distill(m, x, d, rows, teachers, 1.0, g), ConfigError);
   CHECK_NOTHROW(distill(m, x, d, rows, teachers, 0.0, g));  // weight 0: the plain loss
 }
+
+// ---------------------------------------------------------------- the reference variant
+
+TEST_CASE("reference term: predictProbs is the softmax per row, and the term is weight * mean KL(q || p) per the formula") {
+  const int classes = 4;
+  const Dataset ref = randomDataset(7, 3, classes, 15);
+  FeedForwardModel m(3, classes, {}, 0.0, 0.01);
+  const Vec x = randomVec(m.dim(), 0.5, 4);
+  std::vector<double> probs;
+  m.predictProbs(x, ref, probs);
+  REQUIRE(probs.size() == 7u * classes);
+  for (std::uint32_t r = 0; r < 7; ++r) {
+    const Vec p = softmaxProbs(x, ref, r, classes);
+    for (int c = 0; c < classes; ++c) CHECK(probs[r * classes + c] == doctest::Approx(p[c]).epsilon(1e-13));
+  }
+  // Targets: another model's predictions.
+  std::vector<double> q;
+  m.predictProbs(randomVec(m.dim(), 0.5, 5), ref, q);
+  const double weight = 0.6;
+  Vec g = Vec::Zero(static_cast<Eigen::Index>(m.dim()));
+  const double got = m.addReferenceTerm(x, ref, q, weight, g);
+  double want = 0.0;
+  Vec wantGrad = Vec::Zero(static_cast<Eigen::Index>(m.dim()));
+  const auto f = static_cast<Eigen::Index>(ref.features());
+  for (std::uint32_t r = 0; r < 7; ++r) {
+    const Vec p = softmaxProbs(x, ref, r, classes);
+    for (int c = 0; c < classes; ++c) {
+      const double qc = q[r * classes + c];
+      want += qc * std::log(qc / p[c]);
+      const double dz = weight / 7.0 * (p[c] - qc);  // d/dz_c of weight/R KL
+      for (Eigen::Index k = 0; k < f; ++k) wantGrad[c * f + k] += dz * static_cast<double>(ref.X(r, k));
+      wantGrad[f * classes + c] += dz;
+    }
+  }
+  want *= weight / 7.0;
+  CHECK(got == doctest::Approx(want).epsilon(1e-12));
+  CHECK((g - wantGrad).norm() <= 1e-12 * wantGrad.norm());
+  // Added, not overwritten: a second call doubles the gradient.
+  m.addReferenceTerm(x, ref, q, weight, g);
+  CHECK((g - 2 * wantGrad).norm() <= 1e-12 * wantGrad.norm());
+}
+
+TEST_CASE("reference term: gradient matches central finite differences (softmax and mlp, across a chunk boundary)") {
+  const Dataset ref = randomDataset(300, 4, 3, 12);  // two chunks of the model's 256 rows
+  for (const auto& hidden : {std::vector<int>{}, std::vector<int>{5}}) {
+    CAPTURE(hidden.size());
+    FeedForwardModel m(4, 3, hidden, 0.0, 0.0);
+    const Vec x = randomVec(m.dim(), 0.4, 31);
+    std::vector<double> q;
+    m.predictProbs(randomVec(m.dim(), 0.4, 32), ref, q);
+    const auto term = [&](const Vec& at, Vec& g) {
+      g = Vec::Zero(static_cast<Eigen::Index>(m.dim()));
+      return m.addReferenceTerm(at, ref, q, 1.5, g);
+    };
+    Vec g, scratch;
+    term(x, g);
+    Vec fd(x.size()), xp = x;
+    const double h = 1e-6;
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      xp[i] = x[i] + h;
+      const double fp = term(xp, scratch);
+      xp[i] = x[i] - h;
+      const double fm = term(xp, scratch);
+      xp[i] = x[i];
+      fd[i] = (fp - fm) / (2 * h);
+    }
+    CHECK((g - fd).norm() <= 1e-6 * fd.norm());
+    // Its own predictions as the target: KL = 0 and no gradient.
+    std::vector<double> own;
+    m.predictProbs(x, ref, own);
+    Vec zero = Vec::Zero(static_cast<Eigen::Index>(m.dim()));
+    CHECK(std::abs(m.addReferenceTerm(x, ref, own, 1.5, zero)) < 1e-12);
+    CHECK(zero.norm() < 1e-12);
+  }
+}
+
+TEST_CASE("a model without a softmax output refuses the reference term with a ConfigError") {
+  Dataset d = randomDataset(10, 3, 2, 1);
+  LogisticModel m(3, true, 0.0, 0.0);
+  const Vec x = Vec::Zero(static_cast<Eigen::Index>(m.dim()));
+  std::vector<double> probs(20, 0.5);
+  Vec g = x;
+  CHECK_THROWS_AS(m.predictProbs(x, d, probs), ConfigError);
+  CHECK_THROWS_AS(m.addReferenceTerm(x, d, probs, 1.0, g), ConfigError);
+}
