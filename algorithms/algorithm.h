@@ -23,6 +23,7 @@
 // always adds the DECODED form of its own message to its own state (ALGORITHMS.md §3 rule 1).
 // Not thread-safe: one thread drives one node.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <span>
@@ -83,6 +84,7 @@ struct AlgorithmParams {
   std::uint64_t leader_global_period = 100;  // lsgd: rounds per global-leader epoch (>= the diameter)
   double distill_weight = 1.0;      // codistill: alpha, the weight of the distillation term in the loss
   std::uint64_t distill_period = 1; // codistill: neighbours' model copies are refreshed in rounds t % period == 0
+  std::uint64_t distill_reference_values = 0;  // codistill: reference rows x classes (0 = send model copies)
   std::uint32_t cltk_nodes = 0;     // cltk: leaders are member ids 0..cltk_nodes-1, in turn (docs/cltk.md)
   std::uint32_t cltk_delay = 0;     // cltk: round t uses the set chosen at t - cltk_delay (>= the diameter)
   std::uint32_t cltk_period = 1;    // cltk: a set is chosen every cltk_period rounds and used that long
@@ -164,6 +166,14 @@ class Algorithm {
   // Empty (no term) for the other methods.
   virtual std::span<const Vec* const> teachers() const { return {}; }
   virtual double distillWeight() const { return 0.0; }
+  // Codistillation's reference variant (codistill_reference.h): the neighbours' mean class probabilities on
+  // the reference rows (row-major), the target of this node's term, which Node adds through
+  // GradientEstimator::estimateWithReference; empty: no term. The predictions it sends come from a function
+  // Node gives it (the node's model on the reference rows), so the algorithm stays model-free.
+  virtual std::span<const double> referenceTarget() const { return {}; }
+  using Predictor = std::function<void(const Vec& x, std::vector<double>& probs)>;
+  virtual bool needsPredictor() const { return false; }
+  virtual void setPredictor(Predictor /*predict*/) {}
 
   // CHOCO's consensus step in use (it may have been adapted, choco.h); NaN for the other methods.
   virtual double consensusStep() const { return std::numeric_limits<double>::quiet_NaN(); }

@@ -15,7 +15,8 @@
 // The gradient term is computed by the node's estimator (GradientEstimator::estimateDistilled), from the
 // copies teachers() exposes; this class only moves and keeps models. Replica method: every refresh must be
 // applied exactly once.
-// Not built: the paper's variant that sends predictions on a public reference batch instead of models.
+// The paper's variant that sends predictions on a public reference batch instead of models is
+// CodistillReference (codistill_reference.h), chosen by algorithm.distill_reference.
 #include <vector>
 
 #include "algorithms/algorithm.h"

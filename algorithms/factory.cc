@@ -3,6 +3,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/choco.h"
 #include "algorithms/codistill.h"
+#include "algorithms/codistill_reference.h"
 #include "algorithms/cltk_round.h"
 #include "algorithms/leader.h"
 #include "algorithms/lgc_round.h"
@@ -53,7 +54,10 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
     if (p.leader_base == "deepsqueeze") return std::make_unique<LsgdDeepSqueeze>(p, c, self, x0);
     throw ConfigError("algorithm.leader_base must be dpsgd or deepsqueeze (got " + p.leader_base + ")");
   }
-  if (n == "codistill") return std::make_unique<Codistill>(p, c, self, x0);
+  if (n == "codistill") {
+    if (p.distill_reference_values > 0) return std::make_unique<CodistillReference>(p, c, self, x0);
+    return std::make_unique<Codistill>(p, c, self, x0);
+  }
   if (n == "lead" || n == "prox_lead") {
     if (!c.unbiased())
       throw ConfigError("algorithm " + n + " needs an unbiased compressor (LEAD diverges with biased ones such as " +

@@ -17,12 +17,16 @@ Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<trai
            NodeSchedule schedule)
     : id_(id), algo_(std::move(algorithm)), est_(std::move(estimator)), sched_(std::move(schedule)) {
   GOSSIP_CHECK(algo_ && est_);
+  if (algo_->needsPredictor())
+    algo_->setPredictor([e = est_.get()](const Vec& x, std::vector<double>& probs) { e->predictReference(x, probs); });
 }
 
 double Node::gradient() {
   ++gradCalls_;
   const auto teachers = algo_->teachers();
   if (!teachers.empty()) return est_->estimateDistilled(algo_->x(), teachers, algo_->distillWeight(), g_);
+  const auto target = algo_->referenceTarget();
+  if (!target.empty()) return est_->estimateWithReference(algo_->x(), target, algo_->distillWeight(), g_);
   return est_->estimate(algo_->x(), g_);
 }
 
