@@ -116,6 +116,8 @@ struct AlgorithmConfig {
   std::uint64_t leader_global_period = 100;  // lsgd: rounds per global-leader epoch
   double distill_weight = 1.0;          // codistill: alpha, the distillation term's weight in the loss
   std::uint64_t distill_period = 1;     // codistill: neighbours' model copies are refreshed every this many rounds
+  std::string distill_reference;        // codistill: file of reference rows (data.format); set = send predictions
+  std::uint64_t distill_reference_rows = 256;  // codistill: the first this many rows of distill_reference
   // The last this many of `rounds` only average the models (fp32, no gradient step): every node then
   // ends near the average model. dpsgd, deepsqueeze, choco and lsgd only (algorithms/node.h).
   std::uint64_t final_consensus_rounds = 0;

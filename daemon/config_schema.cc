@@ -71,6 +71,8 @@ const KeySpec kSchema[] = {
     K(algorithm, leader_global_period, Range::atLeast(1)),
     K(algorithm, distill_weight, Range::atLeast(0)),
     K(algorithm, distill_period, Range::atLeast(1)),
+    K(algorithm, distill_reference),
+    K(algorithm, distill_reference_rows, Range::atLeast(1)),
     K(algorithm, final_consensus_rounds, Range::atLeast(0)),
     K(algorithm, final_consensus_codec, {}, choicesOf<kConsensusCodecs>),
     K(algorithm, round_timeout_ms, Range::atLeast(1)),

@@ -161,6 +161,11 @@ void checkAlgorithm(const Config& c, std::vector<std::string>& p) {
       p.push_back("algorithm.name = 'codistill' needs algorithm.estimator = 'sgd' (the term is taken on a minibatch), not " +
                   inQuotes(a.estimator));
   }
+  if (!a.distill_reference.empty() && a.name != "codistill" && contains(kAlgorithmNames, a.name))
+    p.push_back("algorithm.distill_reference applies to algorithm.name = 'codistill', not " + inQuotes(a.name));
+  if (!a.distill_reference.empty() && (c.data.format == "synthetic" || c.data.train.find("{id}") != std::string::npos))
+    p.push_back("algorithm.distill_reference needs one data.train file in idx, csv or libsvm format (its rows are "
+                "scaled like the training rows), not synthetic data or per-node files");
   if (c.model.kind == "mlp" && c.model.hidden.empty())
     p.push_back("model.hidden must list at least one layer width when model.kind = 'mlp'");
 }

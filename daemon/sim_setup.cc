@@ -142,6 +142,7 @@ AutoStep agreeOnStep(const Config& c, const SimProblem& p) {
 std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only) {
   auto p = std::make_unique<SimProblem>();
   std::size_t totalRows = 0;  // training rows of the whole problem (the node's shard may be all we hold)
+  std::optional<training::Scaler> trainScaler;  // as fitted on the training file (not for synthetic/per-node data)
   PeerId maxId = c.cluster.nodes - 1;
   // With lr_auto a daemon loads every node's rows first (the step needs every shard's bound) and keeps
   // its own after agreeOnStep.
@@ -195,6 +196,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
           },
           /*test_max=*/0);
       totalRows = loaded.train_rows_total;
+      trainScaler = loaded.scaler;
       p->train = std::move(loaded.train);
       p->test = std::move(loaded.test);
       // The node's rows are now rows 0..k-1 of p->train; the other nodes' cells are empty.
@@ -205,11 +207,39 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
       p->setup.partition = std::move(partition);
     } else {
       auto loaded = training::loadDataset(spec);
+      trainScaler = loaded.scaler;
       p->train = std::move(loaded.train);
       p->test = std::move(loaded.test);
       p->setup.partition = training::partitionRows(p->train, shards, partitionSpec);
       totalRows = p->train.samples();
     }
+  }
+
+  if (!c.algorithm.distill_reference.empty()) {
+    // Codistillation's reference rows: read like the training file, scaled with the training rows' scaler.
+    if (!trainScaler) throw ConfigError("algorithm.distill_reference needs one data.train file (idx, csv or libsvm)");
+    training::DataSpec rs;
+    rs.format = c.data.format;
+    rs.train = c.algorithm.distill_reference;
+    rs.label_column = c.data.label_column;
+    rs.header = c.data.header;
+    rs.regression = c.data.regression;
+    rs.features = p->train.features();
+    rs.limit = c.algorithm.distill_reference_rows;
+    rs.check_labels = false;  // its labels are not used
+    training::LoadedData loaded;
+    try {
+      loaded = training::loadDataset(rs);
+    } catch (const ConfigError& e) {  // the loader names data.* keys; say which file it was
+      throw ConfigError("algorithm.distill_reference (" + rs.train + "): " + e.what());
+    } catch (const DataError& e) {
+      throw DataError("algorithm.distill_reference (" + rs.train + "): " + e.what());
+    }
+    if (loaded.train.features() != p->train.features())
+      throw DataError("algorithm.distill_reference: " + std::to_string(loaded.train.features()) +
+                      " features, the training data has " + std::to_string(p->train.features()));
+    trainScaler->apply(loaded.train);
+    p->distill_reference = std::move(loaded.train);
   }
 
   training::ModelSpec ms;
@@ -234,6 +264,11 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
                 static_cast<double>(totalRows) * static_cast<double>(p->model->dim()) <= kReferenceMaxEntries;
   if (s.reference && noFiniteOptimumPossible(c)) checkOptimumExists(*p, s.reference);
   s.algorithm = algorithmParams(c);
+  if (p->distill_reference) {
+    s.distill_reference = &*p->distill_reference;
+    s.algorithm.distill_reference_values =
+        p->distill_reference->samples() * static_cast<std::size_t>(p->train.classes);
+  }
   s.compressor = p->compressor.get();
   s.estimator = {.kind = c.algorithm.estimator, .batch = c.algorithm.batch, .lsvrg_p = c.algorithm.lsvrg_p};
   s.topology = topologyParams(c.cluster);

@@ -25,6 +25,7 @@ struct AutoStep {
 struct SimProblem {
   training::Dataset train;
   std::optional<training::Dataset> test;
+  std::optional<training::Dataset> distill_reference;  // codistill's reference rows, scaled like train
   std::unique_ptr<training::Model> model;
   std::unique_ptr<compress::Compressor> compressor;
   sim::SimSetup setup;  // points into the members above

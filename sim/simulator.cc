@@ -38,7 +38,9 @@ std::unique_ptr<algo::Node> makeNode(const SimSetup& s, PeerId id, Incarnation i
   // A restarted node never replays its old sampling stream (incarnation 0 keeps the historical seed).
   const std::uint64_t estSeed =
       inc == 0 ? deriveSeed({s.seed, id, 0xE57ull}) : deriveSeed({s.seed, id, 0xE57ull, 0x1AC0ull, inc});
-  auto est = training::makeEstimator(s.estimator, *s.model, *s.train, s.partition[id], estSeed);
+  training::EstimatorSpec spec = s.estimator;
+  spec.reference = s.distill_reference;
+  auto est = training::makeEstimator(spec, *s.model, *s.train, s.partition[id], estSeed);
   algo::NodeSchedule sched;
   sched.lr = [lr = s.lr](Round t) { return lr.value(t); };
   sched.localSteps = [ls = s.local](Round t) { return static_cast<unsigned>(std::max(1, ls.value(t))); };

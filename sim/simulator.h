@@ -37,6 +37,8 @@ struct SimSetup {
   const training::Dataset* test = nullptr;  // may be null: accuracy is then measured on train
   training::Partition partition;
   bool reference = false;  // compute the centralized optimum of the alive nodes (convex problems)
+  // codistill's reference rows (algorithm.distill_reference), given to every node's estimator; may be null.
+  const training::Dataset* distill_reference = nullptr;
 
   // Method.
   algo::AlgorithmParams algorithm;

@@ -12,7 +12,8 @@
 # and CHOCO and DeepSqueeze with cltk, whose messages carry the leaders' sets (the ring's diameter is 4:
 # from round 4 on every message has values on a set chosen by another daemon). And codistill on
 # Fashion-MNIST with minibatches, whose copies are refreshed every 3 rounds (empty messages between).
-# And CHOCO and DeepSqueeze with lgc on Fashion-MNIST: daemon 0 learns the basis in rounds 0-7 and floods
+# And codistill with a reference set (fp16 predictions on 64 shared rows every 3 rounds). And CHOCO and
+# DeepSqueeze with lgc on Fashion-MNIST: daemon 0 learns the basis in rounds 0-7 and floods
 # it; from round 12 (8 + the diameter) every message is coded with it (10 blocks of 784 and the tail).
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
@@ -27,7 +28,7 @@ idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz -
 for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "choco topk idx 0 false" \
             "choco topk synthetic 20 false" "prox_lead lead idx 0 true" "lsgd topk synthetic 0 false" \
             "choco cltk synthetic 0 false" "deepsqueeze cltk synthetic 0 false" "codistill topk idx 0 false" \
-            "choco lgc idx 0 false" "deepsqueeze lgc idx 0 false"; do
+            "codistill fp16 idx 0 false" "choco lgc idx 0 false" "deepsqueeze lgc idx 0 false"; do
   read -r algo comp data consensus auto <<<"$case"
   extra=(--set algorithm.final_consensus_rounds=$consensus --set algorithm.lr_auto=$auto)
   [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
@@ -37,6 +38,8 @@ for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "c
   [ "$algo" = lsgd ] && extra+=(--set algorithm.leader_global_pull=0.5 --set algorithm.leader_global_period=5)
   # codistill's term is taken on minibatches (seeded per node: the daemons draw the simulator's batches)
   [ "$algo" = codistill ] && extra+=(--set algorithm.estimator=sgd --set algorithm.distill_period=3)
+  [ "$algo $comp" = "codistill fp16" ] && extra+=(--set algorithm.distill_reference=$FMNIST/train-images-idx3-ubyte.gz
+                                                --set algorithm.distill_reference_rows=64)
   [ "$comp" = lgc ] && extra+=(--set compressor.block=784 --set compressor.codes=4 --set compressor.lgc_warmup=8
                                --set compressor.lgc_window=2)
   args=("${common[@]}" "${extra[@]}" --set algorithm.name=$algo --set compressor.name=$comp --set compressor.ratio=0.2
