@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+
+#include <Eigen/Dense>
 #include <string>
 #include <utility>
 
@@ -91,6 +93,8 @@ class Lgc final : public detail::CodecBase<Lgc>, public LgcControl {
     GOSSIP_CHECK(s.empty() || (s.block() == spec_.block && s.codes() == m_), "lgc basis ", s.block(), "x", s.codes(),
                  " installed in a codec for ", spec_.block, "x", m_);
     basis_ = std::move(s);
+    b64_ = basis_.empty() ? Eigen::MatrixXd()
+                          : Eigen::Map<const Eigen::MatrixXf>(basis_.cols().data(), spec_.block, m_).cast<double>();
   }
   const LgcBasis& basis() const override { return basis_; }
   std::uint32_t block() const override { return spec_.block; }
@@ -111,21 +115,15 @@ class Lgc final : public detail::CodecBase<Lgc>, public LgcControl {
     w.put(basis_.fingerprint());
     w.put(b);
     // The residual is x minus what receivers reconstruct from the f32 codes, so error feedback sees
-    // exactly the loss of this message.
+    // exactly the loss of this message. The blocks are the columns of a b x blocks matrix laid over the
+    // residual: codes and reconstruction are two matrix products.
     residual_.assign(x.begin(), x.end());
-    const auto cols = basis_.cols();
-    for (std::size_t k = 0; k < blocks; ++k) {
-      double* r = residual_.data() + k * b;
-      const T* xb = x.data() + k * b;
-      for (std::uint32_t j = 0; j < m_; ++j) {
-        const float* col = cols.data() + std::size_t{j} * b;
-        double c = 0.0;
-        for (std::uint32_t i = 0; i < b; ++i) c += double(col[i]) * double(xb[i]);
-        const float cf = static_cast<float>(c);
-        w.put(cf);
-        for (std::uint32_t i = 0; i < b; ++i) r[i] -= double(cf) * double(col[i]);
-      }
-    }
+    Eigen::Map<Eigen::MatrixXd> blk(residual_.data(), b, static_cast<Eigen::Index>(blocks));
+    codes_.noalias() = b64_.transpose() * blk;
+    codesF_ = codes_.cast<float>();
+    for (Eigen::Index k = 0; k < codesF_.cols(); ++k)
+      for (Eigen::Index j = 0; j < codesF_.rows(); ++j) w.put(codesF_(j, k));
+    blk.noalias() -= b64_ * codesF_.cast<double>();
     topk_->encode(std::span<const double>(residual_), rng, residualOut_);
     out.bytes.insert(out.bytes.end(), residualOut_.bytes.begin(), residualOut_.bytes.end());
   }
@@ -155,16 +153,10 @@ class Lgc final : public detail::CodecBase<Lgc>, public LgcControl {
     // the codes are added after, so a bad residual leaves acc untouched).
     scratch_.assign(acc.size(), 0.0);
     topk_->decodeAdd(rest, std::span<double>(scratch_), 1.0);
-    const auto cols = basis_.cols();
-    for (std::size_t k = 0; k < blocks; ++k) {
-      double* s = scratch_.data() + k * b;
-      for (std::uint32_t j = 0; j < m_; ++j) {
-        float cf;
-        std::memcpy(&cf, codes.data() + 4 * (k * m_ + j), 4);
-        const float* col = cols.data() + std::size_t{j} * b;
-        for (std::uint32_t i = 0; i < b; ++i) s[i] += double(cf) * double(col[i]);
-      }
-    }
+    codesF_.resize(m_, static_cast<Eigen::Index>(blocks));
+    std::memcpy(codesF_.data(), codes.data(), codes.size());  // column k: block k's m codes, as written
+    Eigen::Map<Eigen::MatrixXd> blk(scratch_.data(), b, static_cast<Eigen::Index>(blocks));
+    blk.noalias() += b64_ * codesF_.cast<double>();
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += static_cast<T>(scale * scratch_[i]);
   }
 
@@ -174,10 +166,13 @@ class Lgc final : public detail::CodecBase<Lgc>, public LgcControl {
   std::uint32_t m_;
   std::string name_;
   LgcBasis basis_;
+  Eigen::MatrixXd b64_;  // the basis in double, b x m
   // Scratch reused every round (a codec belongs to one node, header).
   mutable std::vector<double> residual_;
   mutable std::vector<double> scratch_;
   mutable Encoded residualOut_;
+  mutable Eigen::MatrixXd codes_;
+  mutable Eigen::MatrixXf codesF_;
 };
 
 }  // namespace
