@@ -103,10 +103,21 @@ void LgcRound::apply(Round t, std::span<const Incoming> msgs, const topology::Mi
   if (learning(t)) {
     for (const auto& v : values_) accumulate(v.from, v.payload);
     if ((t + 1) % p_.lgc_window == 0 || t + 1 == p_.lgc_warmup) {
-      for (auto& [from, sum] : window_) {
-        learner_->add(sum);
-        std::fill(sum.begin(), sum.end(), 0.0);
+      if (p_.name == "deepsqueeze") {
+        // DeepSqueeze's messages are sketches of whole models, alike on nodes that share the initial model,
+        // and its mix moves only their differences c_j - c_i: fit those (each neighbour's window sum minus
+        // the learner's own), not the common part. CHOCO's messages are already differences (x - x_hat).
+        const auto& own = window_[self_];
+        for (const auto& [from, sum] : window_) {
+          if (from == self_) continue;
+          diff_.resize(sum.size());
+          for (std::size_t i = 0; i < sum.size(); ++i) diff_[i] = sum[i] - own[i];
+          learner_->add(diff_);
+        }
+      } else {
+        for (const auto& [from, sum] : window_) learner_->add(sum);
       }
+      for (auto& [from, sum] : window_) std::fill(sum.begin(), sum.end(), 0.0);
     }
   }
   if (heard && basis_.empty()) {

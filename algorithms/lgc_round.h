@@ -6,9 +6,10 @@
 // basis, compressors/lgc.h), so the method's code is unchanged. With W = lgc_warmup and D = lgc_delay
 // (>= the graph's diameter):
 //  - rounds t < W: the codec sends top-k. The learner, member 0, sums the messages it sends and receives per
-//    sender over windows of lgc_window rounds and adds each window's sums to its LgcLearner. Summed over a
-//    window, error-compensated top-k messages carry what the sender's vector moved, dense, where a single
-//    message shows only its k largest entries.
+//    sender over windows of lgc_window rounds and adds each window's sums to its LgcLearner (CHOCO), or each
+//    neighbour's sum minus its own (DeepSqueeze, whose messages are sketches of whole models and whose mix
+//    moves only their differences). Summed over a window, error-compensated top-k messages carry what the
+//    sender's vector moved, dense, where a single message shows only its k largest entries.
 //  - round W: the learner computes the basis and appends it to its message; every node forwards a basis it
 //    hears for the first time with its next message (flooding, one hop per round), so every node within D
 //    hops has it by round W + D - 1.
@@ -79,6 +80,7 @@ class LgcRound final : public Algorithm {
   bool resend_ = false;            // a neighbour said it lacks basis_: send it with the next message
   std::optional<LgcLearner> learner_;     // member kLearner only, until round W
   std::map<PeerId, std::vector<double>> window_;  // learner: this window's message sums per sender
+  std::vector<double> diff_;                      // learner's scratch: a neighbour's sum minus its own
   // apply's scratch, reused every round: the method's part of each message, and the basis each sender has.
   std::vector<Incoming> values_;
   std::vector<std::uint32_t> has_;

@@ -126,7 +126,7 @@ TEST_CASE("lgc learner: the basis spans a planted subspace and is deterministic"
   CHECK(loaded.samples() == 150);
 }
 
-TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exchanged; coding starts at W + delay") {
+TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exchanged (DeepSqueeze: their differences); coding starts at W + delay") {
   constexpr std::uint64_t kWarmup = 6;
   auto c = lgc();
   for (const std::string name : {"choco", "deepsqueeze"}) {
@@ -170,7 +170,13 @@ TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exch
         topk->decodeAdd(va, std::span<double>(sumA), 1.0);
         topk->decodeAdd(vb, std::span<double>(sumB), 1.0);
         if ((t + 1) % 4 == 0 || t + 1 == kWarmup) {
-          ref.add(sumA), ref.add(sumB);
+          if (name == "choco") {
+            ref.add(sumA), ref.add(sumB);
+          } else {  // DeepSqueeze: the neighbour's sum minus node 0's own
+            std::vector<double> diff(kDim);
+            for (std::size_t i = 0; i < diff.size(); ++i) diff[i] = sumB[i] - sumA[i];
+            ref.add(diff);
+          }
           std::fill(sumA.begin(), sumA.end(), 0.0), std::fill(sumB.begin(), sumB.end(), 0.0);
         }
       }
