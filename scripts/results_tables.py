@@ -341,6 +341,37 @@ def leader_table():
               f"{100 * x['node_accuracy_max']:.1f}% | {100 * worst:.1f} / {100 * mean:.1f}% | {x['bytes_sent'] / 1e6:,.1f} |")
 
 
+def lgc_table():
+    """LGC against top-k at the same bytes per message (scripts/run_results.sh lgc)."""
+    runs = []
+    for a, name in (("deepsqueeze", "DeepSqueeze (η = 0.02)"), ("choco", "CHOCO")):
+        runs += [(f"{name}, top-1%", load(f"lgc_{a}_topk")),
+                 (f"{name}, lgc m = 8 + top-0.34%", load(f"lgc_{a}_m8")),
+                 (f"{name}, lgc m = 4 + top-0.67%", load(f"lgc_{a}_m4")),
+                 (f"{name}, top-0.34% (lgc's residual alone)", load(f"lgc_{a}_topk_0.0034"))]
+    runs += [("CHOCO, lgc m = 8 + top-0.34%, γ = 0.02 (top-1%'s)", load("lgc_choco_m8_gamma_0.02")),
+             ("CHOCO, top-0.34% alone, γ = 0.02", load("lgc_choco_topk_0.0034_gamma_0.02"))]
+    if not all(r for _, r in runs):
+        return
+    marks = (500, 1000, 2000, 3000)
+    print("| run | bytes / message after the warm-up | average model at round " + " / ".join(f"{m:,}" for m in marks) +
+          " | average model when 300 MB were sent | worst / mean node, rounds 2,000–3,000 | MB sent |")
+    print("|---|---|---|---|---|---|")
+    for label, r in runs:
+        at = {x["round"]: x for x in r["records"]}
+        x = at[3000]
+        acc = " / ".join(f"{100 * at[m]['accuracy']:.1f}" for m in marks)
+        # bytes per message in the last 1,000 rounds (after the warm-up and the basis' flood): 32 a round
+        per = (x["bytes_sent"] - at[2000]["bytes_sent"]) / (1000 * 32)
+        by = next((y for y in r["records"] if y["bytes_sent"] >= 300e6), None)
+        late = [y for y in r["records"] if y["round"] >= 2000]
+        worst = sum(y["node_accuracy_min"] for y in late) / len(late)
+        mean = sum(y["node_accuracy_mean"] for y in late) / len(late)
+        at300 = f"{100 * by['accuracy']:.1f}% (round {by['round']:,})" if by else "–"
+        print(f"| {label} | {per / 1e3:.2f} KB | {acc}% | {at300} | {100 * worst:.1f} / {100 * mean:.1f}% | "
+              f"{x['bytes_sent'] / 1e6:,.1f} |")
+
+
 def cltk_table():
     """CLT-k against top-k at the same k (scripts/run_results.sh cltk)."""
     rows = [(f"deepsqueeze_{c}_{e}", "DeepSqueeze", c, f"η = {e}") for e in ("0.02", "0.005") for c in ("topk", "cltk")]
@@ -420,6 +451,7 @@ SECTIONS = {
     "TABLE_BRIDGE": bridge_table,
     "TABLE_AUTO": auto_table,
     "TABLE_LEADER": leader_table,
+    "TABLE_LGC": lgc_table,
     "TABLE_CNN_TTA": cnn_tta_table,
     "TABLE_GAMMA": gamma_table,
     "TABLE_CLTK": cltk_table,

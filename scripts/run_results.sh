@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates every number and plot in docs/results.md:
-#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma leader cltk; default all)
+#   make build && scripts/run_results.sh [section...]     (sections: exact auto churn fmnist mlp scale nodes gamma leader cltk lgc; default all)
 # RESULTS_DIR=DIR writes elsewhere (e.g. to compare a new build with docs/results: scripts/compare_results.py DIR).
 # Results land in docs/results/*.json and *.png; scripts/results_tables.py prints the tables.
 set -euo pipefail
@@ -10,7 +10,7 @@ OUT=${RESULTS_DIR:-docs/results}
 PLOT=scripts/plot_results.py
 mkdir -p "$OUT"
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma leader cltk)
+[ ${#sections[@]} -eq 0 ] && sections=(exact auto churn fmnist mlp scale nodes gamma leader cltk lgc)
 
 run() {  # run NAME CONFIG [--set ...]   (CONFIG "" : the defaults and the --set lines only)
   local name=$1 config=$2
@@ -196,6 +196,34 @@ for s in "${sections[@]}"; do
       -o "$OUT/cltk.png" --labels "DeepSqueeze top-1%, η 0.005" "DeepSqueeze CLT-k 1%, η 0.005" "CHOCO top-1%, γ 0.02" \
       "CHOCO CLT-k 1%, γ 0.01" "CHOCO rand-k 1%, γ 0.01" \
       --title "Fashion-MNIST softmax, 16-node ring, Dirichlet(0.5)"
+    ;;
+  lgc)
+    # LGC (docs/lgc.md) against top-k at the same bytes per message, on the MLP setup of `leader` (16-node
+    # ring, Dirichlet(0.5), 3,000 rounds). top-1% is 6.3 KB a message. lgc with m = 8 codes per 784-entry
+    # block (4.1 KB) and the residual's top-0.34% (2.1 KB), or m = 4 (2.1 KB) and top-0.67% (4.2 KB): 6.3 KB
+    # too. Warm-up: 200 rounds of top-k at the residual's ratio (fewer bytes). Also top-0.34% alone (lgc's
+    # residual without the codes) and CHOCO at top-1%'s gamma (its default follows the residual's delta), with lgc
+    # and with top-0.34% alone.
+    F=experiments/fmnist_softmax.toml
+    M=(--set model.kind=mlp --set 'model.hidden=[128]')
+    L=(--set compressor.name=lgc --set compressor.block=784)
+    DS=(--set algorithm.name=deepsqueeze --set algorithm.eta=0.02)
+    CH=(--set algorithm.name=choco)
+    for a in deepsqueeze choco; do
+      [ $a = deepsqueeze ] && A=("${DS[@]}") || A=("${CH[@]}")
+      run "lgc_${a}_topk" "$F" "${M[@]}" "${A[@]}" --set compressor.name=topk --set compressor.ratio=0.01
+      run "lgc_${a}_m8" "$F" "${M[@]}" "${A[@]}" "${L[@]}" --set compressor.codes=8 --set compressor.ratio=0.0034
+      run "lgc_${a}_m4" "$F" "${M[@]}" "${A[@]}" "${L[@]}" --set compressor.codes=4 --set compressor.ratio=0.0067
+      run "lgc_${a}_topk_0.0034" "$F" "${M[@]}" "${A[@]}" --set compressor.name=topk --set compressor.ratio=0.0034
+    done
+    run lgc_choco_m8_gamma_0.02 "$F" "${M[@]}" "${CH[@]}" "${L[@]}" --set compressor.codes=8 --set compressor.ratio=0.0034 \
+      --set algorithm.gamma=0.02
+    run lgc_choco_topk_0.0034_gamma_0.02 "$F" "${M[@]}" "${CH[@]}" --set compressor.name=topk --set compressor.ratio=0.0034 \
+      --set algorithm.gamma=0.02
+    $PLOT "$OUT"/lgc_deepsqueeze_{topk,m8,m4,topk_0.0034}.json "$OUT"/lgc_choco_{topk,m8}.json \
+      -o "$OUT/lgc.png" --node-accuracy --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)" \
+      --labels "DeepSqueeze top-1%" "DeepSqueeze lgc m 8 + top-0.34%" "DeepSqueeze lgc m 4 + top-0.67%" \
+               "DeepSqueeze top-0.34%" "CHOCO top-1%" "CHOCO lgc m 8 + top-0.34%"
     ;;
   *) echo "unknown section $s" >&2; exit 2 ;;
   esac
