@@ -318,6 +318,7 @@ def leader_table():
     runs += [(f"codistill, α = {a}", load(f"leader_codistill_{a}")) for a in ("1", "4")]
     runs += [("codistill, α = 1, copies every 10 rounds", load("leader_codistill_1_period10"))]
     runs += [(f"codistill, α = {a}, top-1% copies", load(f"leader_codistill_{a}_topk")) for a in ("1", "4")]
+    runs += [("codistill, α = 4, fp16 predictions on 256 reference images", load("leader_codistill_4_reference"))]
     runs += [("DeepSqueeze top-1% (η = 0.02)", load("leader_deepsqueeze_topk")),
              ("lsgd on DeepSqueeze top-1% (η = 0.02), λ = 0.1", load("leader_lsgd_deepsqueeze_topk_0.1")),
              ("lsgd on DeepSqueeze top-1% (η = 0.02), λ = 2", load("leader_lsgd_deepsqueeze_topk_2")),

@@ -138,6 +138,10 @@ for s in "${sections[@]}"; do
       run "leader_codistill_${a}_topk" "$F" "${M[@]}" --set algorithm.name=codistill --set algorithm.distill_weight=$a \
         --set compressor.name=topk --set compressor.ratio=0.01
     done
+    # the reference variant: fp16 predictions on the first 256 training images (all nodes hold them; labels
+    # unused) instead of model copies, every round: 5 KB a message, fewer bytes than top-1% copies
+    run leader_codistill_4_reference "$F" "${M[@]}" --set algorithm.name=codistill --set algorithm.distill_weight=4 \
+      --set compressor.name=fp16 --set algorithm.distill_reference=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
     # the compressed methods at codistill's top-1% bytes, with this build's node evaluation
     TK=(--set compressor.name=topk --set compressor.ratio=0.01)
     run leader_deepsqueeze_topk "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=deepsqueeze --set algorithm.eta=0.02
@@ -146,10 +150,10 @@ for s in "${sections[@]}"; do
       run "leader_lsgd_deepsqueeze_topk_$l" "$F" "${M[@]}" "${TK[@]}" --set algorithm.name=lsgd \
         --set algorithm.leader_base=deepsqueeze --set algorithm.eta=0.02 --set algorithm.leader_pull=$l
     done
-    $PLOT "$OUT"/leader_{dpsgd,lsgd_2,codistill_0,codistill_4,codistill_4_topk,deepsqueeze_topk}.json \
+    $PLOT "$OUT"/leader_{dpsgd,lsgd_2,codistill_0,codistill_4,codistill_4_topk,codistill_4_reference,deepsqueeze_topk}.json \
       -o "$OUT/leader.png" --node-accuracy --title "Fashion-MNIST MLP, 16-node ring, Dirichlet(0.5)" \
       --labels "D-PSGD fp32" "lsgd λ = 2" "alone (codistill α = 0)" "codistill α = 4" "codistill α = 4, top-1% copies" \
-               "DeepSqueeze top-1%"
+               "codistill α = 4, reference predictions" "DeepSqueeze top-1%"
     ;;
   gamma)
     # CHOCO top-1% over 10,000 rounds on the torus of `nodes` and on the ring of section 3: gamma 0.05 (the
