@@ -11,13 +11,11 @@ constexpr std::uint32_t kCltkTag = serial::fourcc("CLTK");
 }  // namespace
 
 CltkRound::CltkRound(const AlgorithmParams& p, std::unique_ptr<compress::Compressor> codec, PeerId self,
-                     const Vec& x0,
-                     const std::function<std::unique_ptr<Algorithm>(const compress::Compressor&, const Vec&)>& make)
-    : p_(p),
+                     const Vec& x0, const MethodMaker& make)
+    : CodecRound(std::move(codec), x0, make),
+      p_(p),
       self_(self),
-      codec_(std::move(codec)),
       ctl_(compress::cltkControl(*codec_)),
-      inner_(make(*codec_, x0)),
       schedule_(p.cltk_nodes, p.cltk_delay, p.cltk_period) {
   GOSSIP_CHECK(ctl_ != nullptr, "CltkRound needs a cltk codec");
 }

@@ -30,36 +30,25 @@
 #include <memory>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "algorithms/codec_round.h"
 #include "compressors/shared_support.h"
 
 namespace gossip::algo {
 
-class CltkRound final : public Algorithm {
+class CltkRound final : public CodecRound {
  public:
   // codec: a fresh cltk codec (owned here; the method references it). make builds the method on it.
   CltkRound(const AlgorithmParams& p, std::unique_ptr<compress::Compressor> codec, PeerId self, const Vec& x0,
-            const std::function<std::unique_ptr<Algorithm>(const compress::Compressor&, const Vec&)>& make);
+            const MethodMaker& make);
 
-  Vec& x() override { return inner_->x(); }
-  const Vec& x() const override { return inner_->x(); }
-  std::string_view name() const override { return inner_->name(); }
-  bool stateless() const override { return inner_->stateless(); }
-  void noteLoss(double loss) override { inner_->noteLoss(loss); }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
-  std::vector<double> publicState() const override { return inner_->publicState(); }
   void addEdge(EdgeKey j, std::span<const double> pub) override;
-  void dropEdge(EdgeKey j) override { inner_->dropEdge(j); }
-  std::vector<EdgeKey> edges() const override { return inner_->edges(); }
-  std::size_t edgeCount() const override { return inner_->edgeCount(); }
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
-  double consensusStep() const override { return inner_->consensusStep(); }
 
   // The support this round's values use (installed by the last prepare).
   const compress::SharedSupport& support() const { return ctl_->support(); }
-  const Algorithm& method() const { return *inner_; }
 
   static constexpr std::size_t kFooterBytes = 8;
 
@@ -70,9 +59,7 @@ class CltkRound final : public Algorithm {
   };
   AlgorithmParams p_;
   PeerId self_;
-  std::unique_ptr<compress::Compressor> codec_;
   compress::CltkControl* ctl_;
-  std::unique_ptr<Algorithm> inner_;
   compress::SupportSchedule schedule_;
   std::vector<Announcement> forward_;  // heard for the first time last round: sent with this round's message
   // apply's scratch, reused every round: the method's part of each message and the announcements heard.

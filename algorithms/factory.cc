@@ -15,7 +15,16 @@ namespace gossip::algo {
 namespace {
 constexpr std::array<std::string_view, 9> kNames{"dpsgd", "deepsqueeze", "choco", "nids",     "ed",
                                                  "lead",  "prox_lead",   "lsgd",  "codistill"};
+
+// The method a CodecRound wraps (cltk, lgc), built on the wrapper's own codec; called once, inside the
+// wrapper's constructor, so the references it captures outlive it.
+CodecRound::MethodMaker chocoOrDeepSqueeze(const AlgorithmParams& p, PeerId self) {
+  return [&p, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
+    if (p.name == "choco") return std::make_unique<Choco>(p, own, self, x);
+    return std::make_unique<DeepSqueeze>(p, own, self, x);
+  };
 }
+}  // namespace
 
 std::span<const std::string_view> algorithmNames() { return kNames; }
 
@@ -28,11 +37,7 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
       throw ConfigError("compressor.name: cltk works with algorithm choco or deepsqueeze, not " + n +
                         " (it needs error-compensated messages, docs/cltk.md)");
     if (p.cltk_nodes == 0) throw ConfigError("cltk: the number of leaders (the initial node count) must be set");
-    const auto method = [&p, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
-      if (p.name == "choco") return std::make_unique<Choco>(p, own, self, x);
-      return std::make_unique<DeepSqueeze>(p, own, self, x);
-    };  // called once, inside the constructor
-    return std::make_unique<CltkRound>(p, cltk->fresh(), self, x0, method);
+    return std::make_unique<CltkRound>(p, cltk->fresh(), self, x0, chocoOrDeepSqueeze(p, self));
   }
   if (const auto* lgc = compress::lgcControl(c)) {
     // The method runs on a codec of its own (an lgc codec holds the node's basis), inside LgcRound.
@@ -40,11 +45,7 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
       throw ConfigError("compressor.name: lgc works with algorithm choco or deepsqueeze, not " + n +
                         " (it needs error-compensated messages, docs/lgc.md)");
     if (p.lgc_window == 0) throw ConfigError("compressor.lgc_window must be at least 1");
-    const auto method = [&p, self](const compress::Compressor& own, const Vec& x) -> std::unique_ptr<Algorithm> {
-      if (p.name == "choco") return std::make_unique<Choco>(p, own, self, x);
-      return std::make_unique<DeepSqueeze>(p, own, self, x);
-    };  // called once, inside the constructor
-    return std::make_unique<LgcRound>(p, lgc->fresh(), self, x0, method);
+    return std::make_unique<LgcRound>(p, lgc->fresh(), self, x0, chocoOrDeepSqueeze(p, self));
   }
   if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
   if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);

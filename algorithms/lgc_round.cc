@@ -12,8 +12,8 @@ constexpr std::uint32_t kLgcTag = serial::fourcc("LGCR");
 }  // namespace
 
 LgcRound::LgcRound(const AlgorithmParams& p, std::unique_ptr<compress::Compressor> codec, PeerId self, const Vec& x0,
-                   const std::function<std::unique_ptr<Algorithm>(const compress::Compressor&, const Vec&)>& make)
-    : p_(p), self_(self), codec_(std::move(codec)), ctl_(compress::lgcControl(*codec_)), inner_(make(*codec_, x0)) {
+                   const MethodMaker& make)
+    : CodecRound(std::move(codec), x0, make), p_(p), self_(self), ctl_(compress::lgcControl(*codec_)) {
   GOSSIP_CHECK(ctl_ != nullptr, "LgcRound needs an lgc codec");
   GOSSIP_CHECK(p.lgc_window > 0, "lgc_window must be positive");
   if (self_ == kLearner && p_.lgc_warmup > 0) learner_.emplace(ctl_->block(), ctl_->codes());

@@ -29,40 +29,29 @@
 #include <optional>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "algorithms/codec_round.h"
 #include "algorithms/lgc_learner.h"
 #include "compressors/lgc.h"
 
 namespace gossip::algo {
 
-class LgcRound final : public Algorithm {
+class LgcRound final : public CodecRound {
  public:
   static constexpr PeerId kLearner = 0;
   static constexpr std::size_t kFooterBytes = 12;
 
   LgcRound(const AlgorithmParams& p, std::unique_ptr<compress::Compressor> codec, PeerId self, const Vec& x0,
-           const std::function<std::unique_ptr<Algorithm>(const compress::Compressor&, const Vec&)>& make);
+           const MethodMaker& make);
 
-  Vec& x() override { return inner_->x(); }
-  const Vec& x() const override { return inner_->x(); }
-  std::string_view name() const override { return inner_->name(); }
-  bool stateless() const override { return inner_->stateless(); }
-  void noteLoss(double loss) override { inner_->noteLoss(loss); }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
-  std::vector<double> publicState() const override { return inner_->publicState(); }
   void addEdge(EdgeKey j, std::span<const double> pub) override;
-  void dropEdge(EdgeKey j) override { inner_->dropEdge(j); }
-  std::vector<EdgeKey> edges() const override { return inner_->edges(); }
-  std::size_t edgeCount() const override { return inner_->edgeCount(); }
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
-  double consensusStep() const override { return inner_->consensusStep(); }
 
   // The basis this node has (empty until it learned or heard one), and whether its codec codes with it.
   const compress::LgcBasis& basis() const { return basis_; }
   bool coding() const { return !ctl_->basis().empty(); }
-  const Algorithm& method() const { return *inner_; }
 
  private:
   Round switchRound() const { return p_.lgc_warmup + p_.lgc_delay; }
@@ -71,9 +60,7 @@ class LgcRound final : public Algorithm {
 
   AlgorithmParams p_;
   PeerId self_;
-  std::unique_ptr<compress::Compressor> codec_;
   compress::LgcControl* ctl_;
-  std::unique_ptr<Algorithm> inner_;
   compress::LgcBasis basis_;
   bool forward_ = false;           // send basis_ with the next message (heard or learned last round)
   std::uint32_t announce_ = 0;     // rounds left in which basis_ is sent again for a new neighbour
