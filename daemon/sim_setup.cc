@@ -73,6 +73,23 @@ bool noFiniteOptimumPossible(const Config& c) {
 
 // A bounded solve on the pooled data (separability does not depend on how samples are weighted); when it
 // finds no optimum, run without suboptimality/rel_error and say why on stderr.
+// The [data] section as the loader's spec (files, format and scaling; the features and classes are
+// inferred).
+training::DataSpec dataSpec(const Config& c) {
+  training::DataSpec spec;
+  spec.format = c.data.format;
+  spec.train = c.data.train;
+  spec.test = c.data.test;
+  spec.train_labels = c.data.train_labels;
+  spec.test_labels = c.data.test_labels;
+  spec.label_column = c.data.label_column;
+  spec.header = c.data.header;
+  spec.scaling = c.data.scaling;
+  spec.regression = c.data.regression;
+  spec.limit = c.data.max_train;
+  return spec;
+}
+
 void checkOptimumExists(const SimProblem& p, bool& reference) {
   std::vector<std::uint32_t> rows(p.train.samples());
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::uint32_t>(i);
@@ -168,17 +185,7 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
     totalRows = p->train.samples();
     if (only && !cutLate) cutToNode(*p, *only);
   } else {
-    training::DataSpec spec;
-    spec.format = c.data.format;
-    spec.train = c.data.train;
-    spec.test = c.data.test;
-    spec.train_labels = c.data.train_labels;
-    spec.test_labels = c.data.test_labels;
-    spec.label_column = c.data.label_column;
-    spec.header = c.data.header;
-    spec.scaling = c.data.scaling;
-    spec.regression = c.data.regression;
-    spec.limit = c.data.max_train;
+    training::DataSpec spec = dataSpec(c);
     const training::PartitionSpec partitionSpec{
         .kind = c.data.partition, .dirichlet_alpha = c.data.dirichlet_alpha, .seed = c.data.seed};
     if (c.data.train.find(kNodePlaceholder) != std::string::npos) {
@@ -218,12 +225,12 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   if (!c.algorithm.distill_reference.empty()) {
     // Codistillation's reference rows: read like the training file, scaled with the training rows' scaler.
     if (!trainScaler) throw ConfigError("algorithm.distill_reference needs one data.train file (idx, csv or libsvm)");
-    training::DataSpec rs;
-    rs.format = c.data.format;
+    training::DataSpec rs = dataSpec(c);
     rs.train = c.algorithm.distill_reference;
-    rs.label_column = c.data.label_column;
-    rs.header = c.data.header;
-    rs.regression = c.data.regression;
+    rs.test.clear();
+    rs.train_labels.clear();  // derived from its name, as for data.train without train_labels
+    rs.test_labels.clear();
+    rs.scaling = "none";      // the training rows' scaler is applied below
     rs.features = p->train.features();
     rs.limit = c.algorithm.distill_reference_rows;
     rs.check_labels = false;  // its labels are not used
