@@ -12,6 +12,7 @@
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
 #include "core/error.h"
+#include "codistill_ring.h"
 #include "gossip_only.h"
 #include "harness.h"
 #include "training/estimators.h"
@@ -187,79 +188,14 @@ TEST_CASE("codistill reference: checkpoint round trip, and a truncated state is 
   }
 }
 
-namespace {
-
-// Three Gaussian classes in 4 dimensions (class c shifts coordinate c by 2): nodes trained on 40 samples
-// each disagree.
-training::Dataset mixture(std::size_t n, std::uint64_t seed) {
-  Rng rng(seed);
-  training::Dataset d;
-  d.classes = 3;
-  d.X.resize(static_cast<Eigen::Index>(n), 4);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto y = static_cast<std::int32_t>(rng.below(3));
-    d.y.push_back(y);
-    for (Eigen::Index k = 0; k < 4; ++k)
-      d.X(static_cast<Eigen::Index>(i), k) = static_cast<float>((k == y ? 2.0 : 0.0) + rng.normal());
-  }
-  return d;
-}
-
-// 6 MLP nodes on a ring, 40 samples each, sharing 100 unlabeled reference rows; returns the mean over 300
-// test points of the largest total-variation distance between a node's prediction and the nodes' mean, and
-// the worst node's accuracy on 2,000 test points.
-std::pair<double, double> trainRing(double weight) {
-  const training::FeedForwardModel model(4, 3, {8}, 0.0, 1e-3);
-  std::vector<training::Dataset> data;
-  for (std::uint64_t i = 0; i < 6; ++i) data.push_back(mixture(40, 100 + i));
-  training::Dataset reference = mixture(100, 55);
-  const training::Dataset test = mixture(2000, 7);
-  auto c = compress::makeCompressor({.name = "fp32"});
-  const algo::AlgorithmParams p{.name = "codistill", .distill_weight = weight, .distill_reference_values = 300};
-  MiniNet net(6, [&](PeerId id) {
-    Vec x0;
-    Rng rng(500 + id);
-    model.init(x0, rng);
-    std::vector<std::uint32_t> rows(40);
-    for (std::uint32_t k = 0; k < 40; ++k) rows[k] = k;
-    algo::NodeSchedule sched;
-    sched.lr = [](Round) { return 0.1; };
-    return std::make_unique<algo::Node>(
-        id, algo::makeAlgorithm(p, *c, id, x0),
-        training::makeEstimator({.kind = "sgd", .batch = 8, .reference = &reference}, model, data[id], rows, id),
-        std::move(sched));
-  });
-  for (Round t = 0; t < 1500; ++t) net.round(t);
-  const training::Dataset probe = training::headOf(test, 300);
-  std::vector<std::vector<double>> probs;
-  double worst = 1.0;
-  for (auto& [id, n] : net.nodes()) {
-    worst = std::min(worst, model.accuracy(n->algorithm().x(), test));
-    probs.emplace_back();
-    model.predictProbs(n->algorithm().x(), probe, probs.back());
-  }
-  double spread = 0.0;
-  for (std::size_t r = 0; r < 300; ++r) {
-    double far = 0.0;
-    for (const auto& node : probs) {
-      double tv = 0.0;
-      for (std::size_t k = 0; k < 3; ++k) {
-        double mean = 0.0;
-        for (const auto& other : probs) mean += other[r * 3 + k] / static_cast<double>(probs.size());
-        tv += 0.5 * std::abs(node[r * 3 + k] - mean);
-      }
-      far = std::max(far, tv);
-    }
-    spread += far / 300.0;
-  }
-  return {spread, worst};
-}
-
-}  // namespace
-
 TEST_CASE("codistill reference on an MLP: the term on shared unlabeled rows pulls the nodes' predictions together") {
-  const auto [alone, alonePoor] = trainRing(0.0);
-  const auto [together, worst] = trainRing(2.0);
+  // 100 unlabeled rows every node holds; a prediction is 100 x 3 values.
+  const training::Dataset reference = mixture(100, 55);
+  const auto run = [&](double weight) {
+    return trainCodistillRing({.name = "codistill", .distill_weight = weight, .distill_reference_values = 300}, &reference);
+  };
+  const auto [alone, alonePoor] = run(0.0);
+  const auto [together, worst] = run(2.0);
   INFO("prediction spread alone " << alone << ", codistilled " << together << "; worst node " << worst << " (alone " << alonePoor << ")");
   CHECK(together < 0.5 * alone);  // measured 0.339 -> 0.138
   CHECK(worst > alonePoor);        // measured 0.750 -> 0.816
