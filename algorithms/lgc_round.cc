@@ -1,6 +1,7 @@
 #include "algorithms/lgc_round.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "algorithms/mixing.h"
@@ -109,7 +110,7 @@ void LgcRound::apply(Round t, std::span<const Incoming> msgs, const topology::Mi
         // the learner's own), not the common part. CHOCO's messages are already differences (x - x_hat).
         const auto& own = window_[self_];
         for (const auto& [from, sum] : window_) {
-          if (from == self_) continue;
+          if (from == self_ || sum.size() != own.size()) continue;
           diff_.resize(sum.size());
           for (std::size_t i = 0; i < sum.size(); ++i) diff_[i] = sum[i] - own[i];
           learner_->add(diff_);
@@ -117,7 +118,7 @@ void LgcRound::apply(Round t, std::span<const Incoming> msgs, const topology::Mi
       } else {
         for (const auto& [from, sum] : window_) learner_->add(sum);
       }
-      for (auto& [from, sum] : window_) std::fill(sum.begin(), sum.end(), 0.0);
+      window_.clear();  // the next window's senders only: one that left must not add an empty sum
     }
   }
   if (heard && basis_.empty()) {
@@ -172,7 +173,10 @@ void LgcRound::load(ByteReader& r) {
     for (std::uint64_t k = 0; k < count; ++k) {
       auto& sum = window[r.get<std::uint32_t>()];
       sum.resize(d);
-      for (auto& v : sum) v = r.get<double>();
+      for (auto& v : sum) {
+        v = r.get<double>();
+        if (!std::isfinite(v)) throw DecodeError("lgc state: non-finite window sum");
+      }
     }
   }
   inner_->load(r);  // leaves the method unchanged if it throws
