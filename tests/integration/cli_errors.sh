@@ -115,6 +115,16 @@ printf 'a,b,label\n1,2,0\n3,4,2\n' >"$TMP/test3.csv"
 printf 'a,b,label\n1,2,0\n3,4,1\n5,6,2\n' >"$TMP/three.csv"
 expect "label gap" "gap.csv: label 255 occurs but label 2 does not" -- sim "${CSV[@]}" --set model.kind=softmax --set "data.train=$TMP/gap.csv"
 expect "test-only label" "test3.csv: label 2 does not occur" -- sim "${CSV[@]}" --set "data.train=$TMP/ok.csv" --set "data.test=$TMP/test3.csv"
+# lgc and codistill's reference set: a missing block, a method without error feedback, a reference file for
+# another method, one that is not there, and a sparsifier for predictions.
+expect "lgc no block" "compressor.block: lgc needs" -- "${SYN[@]}" --set algorithm.name=choco --set compressor.name=lgc
+expect "lgc with dpsgd" "compressor.name: lgc works with algorithm choco or deepsqueeze" -- "${SYN[@]}" --set compressor.name=lgc --set compressor.block=4 --set compressor.codes=2
+printf 'a,b,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n' >"$TMP/ok2.csv"
+REF=(sim "${CSV[@]}" --set model.kind=softmax --set "data.train=$TMP/ok2.csv" --set algorithm.estimator=sgd)
+expect "reference for choco" "algorithm.distill_reference applies to algorithm.name = 'codistill'" -- "${REF[@]}" --set algorithm.name=choco --set "algorithm.distill_reference=$TMP/ok2.csv"
+expect "reference missing" "algorithm.distill_reference \($TMP/none.csv\)" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/none.csv"
+expect "reference sparsified" "codistill with a reference set sends class probabilities" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/ok2.csv" --set compressor.name=topk
+expect_ok "reference ok" "" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/ok2.csv" --set algorithm.rounds=3 --set cluster.nodes=2
 # Separable data, no L2: no finite optimum. A warning, and a run without rel.err, in seconds.
 printf 'a,label\n-2,0\n-1,0\n1,1\n2,1\n-3,0\n3,1\n' >"$TMP/sep.csv"
 if timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err" &&
