@@ -71,8 +71,6 @@ bool noFiniteOptimumPossible(const Config& c) {
   return (c.model.kind == "logistic" || c.model.kind == "softmax") && c.model.l2 == 0 && c.model.l1 == 0;
 }
 
-// A bounded solve on the pooled data (separability does not depend on how samples are weighted); when it
-// finds no optimum, run without suboptimality/rel_error and say why on stderr.
 // The [data] section as the loader's spec (files, format and scaling; the features and classes are
 // inferred).
 training::DataSpec dataSpec(const Config& c) {
@@ -90,6 +88,8 @@ training::DataSpec dataSpec(const Config& c) {
   return spec;
 }
 
+// A bounded solve on the pooled data (separability does not depend on how samples are weighted); when it
+// finds no optimum, run without suboptimality/rel_error and say why on stderr.
 void checkOptimumExists(const SimProblem& p, bool& reference) {
   std::vector<std::uint32_t> rows(p.train.samples());
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::uint32_t>(i);
