@@ -154,7 +154,7 @@ class Lgc final : public detail::CodecBase<Lgc>, public LgcControl {
     scratch_.assign(acc.size(), 0.0);
     topk_->decodeAdd(rest, std::span<double>(scratch_), 1.0);
     codesF_.resize(m_, static_cast<Eigen::Index>(blocks));
-    std::memcpy(codesF_.data(), codes.data(), codes.size());  // column k: block k's m codes, as written
+    if (!codes.empty()) std::memcpy(codesF_.data(), codes.data(), codes.size());  // column k: block k's m codes
     Eigen::Map<Eigen::MatrixXd> blk(scratch_.data(), b, static_cast<Eigen::Index>(blocks));
     blk.noalias() += b64_ * codesF_.cast<double>();
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += static_cast<T>(scale * scratch_[i]);

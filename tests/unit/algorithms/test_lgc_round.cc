@@ -126,7 +126,7 @@ TEST_CASE("lgc learner: the basis spans a planted subspace and is deterministic"
   CHECK(loaded.samples() == 150);
 }
 
-TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exchanged (DeepSqueeze: their differences); coding starts at W + delay") {
+TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exchanged (DeepSqueeze: their differences), coding starts at W + delay") {
   constexpr std::uint64_t kWarmup = 6;
   auto c = lgc();
   for (const std::string name : {"choco", "deepsqueeze"}) {
@@ -190,7 +190,7 @@ TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exch
   }
 }
 
-TEST_CASE("lgc round: CHOCO with lgc reaches exact CHOCO's fixed point; every node codes with one basis") {
+TEST_CASE("lgc round: CHOCO with lgc reaches exact CHOCO's fixed point, every node codes with one basis") {
   auto c = lgc(8);
   auto exact = compress::makeCompressor({.name = "fp32"});
   const auto p = params("choco");

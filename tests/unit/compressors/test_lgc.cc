@@ -133,7 +133,7 @@ TEST_CASE("lgc with a basis: codes are B^T x per block in f32, the rest goes by 
   }
 }
 
-TEST_CASE("lgc: a vector in the basis' span is sent by its codes; the residual's top-k only mops up f32 rounding") {
+TEST_CASE("lgc: a vector in the basis' span is sent by its codes, the residual's top-k only mops up f32 rounding") {
   auto c = lgc(1);
   const auto basis = randomBasis(7);
   gc::lgcControl(*c)->setBasis(basis);
