@@ -192,6 +192,7 @@ struct TrainerConfig {
   bool enable = false;
   std::string mode = "model";              // model: the trainer steps, the daemon mixes; gradient: the daemon steps
   std::uint32_t idle_timeout_ms = 60000;   // an attached trainer silent this long no longer drives rounds
+  std::uint32_t copy_threads = 0;          // threads copying its parameters in and out, 0 = cores up to 4
 };
 
 struct Config {

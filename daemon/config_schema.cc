@@ -140,6 +140,7 @@ const KeySpec kSchema[] = {
     K(trainer, enable),
     K(trainer, mode, {}, choicesOf<kTrainerModes>),
     K(trainer, idle_timeout_ms, Range::atLeast(100)),
+    K(trainer, copy_threads, Range::closed(0, 64)),
 };
 #undef K
 

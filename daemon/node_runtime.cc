@@ -283,6 +283,7 @@ struct NodeRuntime::Impl {
     o.algorithm = c.algorithm.name;
     o.rounds = c.algorithm.rounds;
     o.idle_timeout_ms = c.trainer.idle_timeout_ms;
+    o.copy_threads = c.trainer.copy_threads;
     bridge = std::make_unique<TrainerBridge>(o);
     trainerCompressor = compress::makeCompressor(c.compressor);
     // The method's own checks (e.g. LEAD refusing a biased compressor) on a throwaway node, so that a bad

@@ -20,6 +20,7 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
+#include "daemon/param_copy.h"
 
 namespace gossip::daemon {
 namespace {
@@ -67,16 +68,6 @@ class SharedMemory {
   std::byte* data_ = nullptr;
 };
 
-template <class T>
-void readValues(const std::byte* src, Vec& dst, std::size_t n) {
-  dst = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(reinterpret_cast<const T*>(src), static_cast<Eigen::Index>(n))
-            .template cast<double>();
-}
-template <class T>
-void writeValues(const Vec& src, std::byte* dst) {
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(reinterpret_cast<T*>(dst), src.size()) = src.template cast<T>();
-}
-
 // A daemon killed with SIGKILL leaves its shared memory behind (/dev/shm/gossipd-UID-NODE-PID-SERIAL):
 // remove this node's files whose daemon is no longer running, so that restarts do not pile up model-sized
 // files in RAM. A file of a live process (another cluster's node with the same id) is left alone.
@@ -100,6 +91,7 @@ std::uint64_t nowNs() {
 
 struct TrainerBridge::Impl {
   TrainerBridgeOptions o;
+  unsigned threads = copyThreads(o.copy_threads);  // for the parameter copies (daemon/param_copy.h)
   std::string endpoint;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
@@ -198,10 +190,11 @@ struct TrainerBridge::Impl {
   // The node's model into the parameters region: the trainer then holds the model as it is now.
   void writeModel(const Vec& x) {
     const auto t0 = nowNs();
+    const std::span<const double> src(x.data(), static_cast<std::size_t>(x.size()));
     if (trainer->f64)
-      writeValues<double>(x, trainer->shm->data());
+      copyInto(src, {reinterpret_cast<double*>(trainer->shm->data()), src.size()}, threads);
     else
-      writeValues<float>(x, trainer->shm->data());
+      narrowInto(src, {reinterpret_cast<float*>(trainer->shm->data()), src.size()}, threads);
     stats.copy_ns += nowNs() - t0;
     current = true;
   }
@@ -209,10 +202,12 @@ struct TrainerBridge::Impl {
   void readRegion(int region, Vec& dst) {
     const auto t0 = nowNs();
     const std::byte* src = trainer->shm->data() + region * trainer->dim * (trainer->f64 ? 8 : 4);
+    dst.resize(static_cast<Eigen::Index>(trainer->dim));
+    const std::span<double> out(dst.data(), trainer->dim);
     if (trainer->f64)
-      readValues<double>(src, dst, trainer->dim);
+      copyInto({reinterpret_cast<const double*>(src), out.size()}, out, threads);
     else
-      readValues<float>(src, dst, trainer->dim);
+      widenInto({reinterpret_cast<const float*>(src), out.size()}, out, threads);
     stats.copy_ns += nowNs() - t0;
   }
 

@@ -9,6 +9,8 @@
 //   hasRequest()    a trainer waits for a round: readRequest() moves its parameters (model mode) or its
 //                   gradient (gradient mode) into the algorithm's float64 state, one conversion pass
 //   finishRound()   writes the mixed model back into the shared memory (one conversion pass) and replies
+// The conversion passes are streaming and split over threads (daemon/param_copy.h), which is what brings a
+// round of the bridge under two memcpys of the parameters (docs/results.md §10).
 // Why shared memory and not the parameters inside the messages: a trainer's tensors can be views into the
 // mapping, so a round costs the trainer no copy at all and the daemon one read and one write of the model,
 // the conversions to and from float64 it needs anyway (bench/trainer_bridge.sh measures both designs).
@@ -37,6 +39,7 @@ struct TrainerBridgeOptions {
   std::string algorithm;
   Round rounds = 0;
   std::uint32_t idle_timeout_ms = 60000;
+  std::uint32_t copy_threads = 0;  // threads for the parameter copies, 0 = the machine's cores up to 4
 };
 
 struct TrainerStats {
