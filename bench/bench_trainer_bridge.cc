@@ -6,9 +6,12 @@
 //           payload into the model and the model into a new reply payload, the trainer copies the reply
 //           into its parameters (what the bridge would do without shared memory)
 // and, as the floor of both, `convert`: float32 -> float64 -> float32 of the model in memory, which the daemon
-// needs anyway because the algorithms keep float64 state. No algorithm work is included: the time is the
-// bridge's alone. The trainer side runs in a second thread with its own ZeroMQ context, as a process would.
-// Writes JSON to --out.
+// needs anyway because the algorithms keep float64 state. The shm bridge runs twice, with its copies on one
+// thread and on --threads (daemon/param_copy.h: streaming stores, split over threads), and the conversion
+// floor is timed three ways: Eigen's cast (the bridge's code before param_copy), the param_copy kernels on
+// one thread and on --threads. A memcpy on --threads is there to say what the extra threads buy a plain
+// copy too. No algorithm work is included: the time is the bridge's alone. The trainer side runs in a second
+// thread with its own ZeroMQ context, as a process would. Writes JSON to --out.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -27,6 +30,7 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
+#include "daemon/param_copy.h"
 #include "daemon/trainer_bridge.h"
 
 using Clock = std::chrono::steady_clock;
@@ -47,6 +51,7 @@ struct Options {
   std::string out;
   std::size_t dim = 10'000'000;
   int rounds = 20;  // per design, interleaved
+  unsigned threads = 0;  // the bridge's copy threads (trainer.copy_threads); 0 = its default
 };
 
 Options parse(int argc, char** argv) {
@@ -60,7 +65,8 @@ Options parse(int argc, char** argv) {
     if (a == "--out") o.out = next();
     else if (a == "--dim") o.dim = std::stoull(next());
     else if (a == "--rounds") o.rounds = std::max(3, std::stoi(next()));
-    else throw gossip::ConfigError("unknown argument " + a + " (use --out FILE, --dim N, --rounds N)");
+    else if (a == "--threads") o.threads = static_cast<unsigned>(std::stoul(next()));
+    else throw gossip::ConfigError("unknown argument " + a + " (use --out FILE, --dim N, --rounds N, --threads N)");
   }
   return o;
 }
@@ -68,9 +74,14 @@ Options parse(int argc, char** argv) {
 // The shm design through the real TrainerBridge: one round = request -> read -> write -> reply.
 class ShmRig {
  public:
-  ShmRig(const fs::path& dir, std::size_t dim) : model_(Vec::Zero(static_cast<Eigen::Index>(dim))) {
+  // node: the bridge's shared-memory name holds it, so two rigs in one process need different ones.
+  ShmRig(const fs::path& dir, std::size_t dim, unsigned threads, gossip::PeerId node)
+      : model_(Vec::Zero(static_cast<Eigen::Index>(dim))) {
+    fs::create_directories(dir);
     gossip::daemon::TrainerBridgeOptions o;
     o.data_dir = dir;
+    o.node = node;
+    o.copy_threads = threads;
     o.rounds = 1'000'000;
     bridge_ = std::make_unique<gossip::daemon::TrainerBridge>(o);
     client_.set(zmq::sockopt::linger, 0);
@@ -86,6 +97,11 @@ class ShmRig {
     std::fill_n(static_cast<float*>(map_), dim, 0.5f);  // the trainer's parameters (touch every page)
   }
   ~ShmRig() { munmap(map_, bytes_); }
+  // Mean time of the bridge's copies per round (its own clock): the rest of a round is the protocol.
+  double copyMsPerRound() const {
+    const auto& st = bridge_->stats();
+    return st.rounds_served ? static_cast<double>(st.copy_ns) * 1e-6 / static_cast<double>(st.rounds_served) : 0.0;
+  }
 
   // One round as the trainer sees it, from its request to the reply.
   double round(gossip::Round t) {
@@ -176,23 +192,52 @@ int main(int argc, char** argv) try {
   char tmpl[] = "/tmp/gossip-bench-bridge-XXXXXX";
   if (!mkdtemp(tmpl)) throw gossip::IoError("cannot create a temp dir");
   const fs::path dir = tmpl;
-  std::vector<double> memcpyMs, convertMs, shmMs, inlineMs;
+  const unsigned threads = gossip::daemon::copyThreads(o.threads);
+  double shm1CopyMs = 0, shmCopyMs = 0;
+  std::vector<double> memcpyMs, memcpyThreadsMs, eigenMs, convert1Ms, convertMs, shm1Ms, shmMs, inlineMs;
   {
     std::vector<float> a(o.dim, 0.5f), b(o.dim, 0.0f);
     Vec x = Vec::Zero(static_cast<Eigen::Index>(o.dim));
-    ShmRig shm(dir, o.dim);
+    const std::span<double> xs(x.data(), o.dim);
+    ShmRig shm1(dir / "one", o.dim, 1, 0);
+    ShmRig shm(dir / "many", o.dim, threads, 1);
     InlineRig inl(dir, o.dim);
+    auto timed = [](std::vector<double>& into, auto&& f) {
+      const auto t0 = Clock::now();
+      f();
+      into.push_back(msSince(t0));
+    };
     for (int r = 0; r < o.rounds; ++r) {
-      auto t0 = Clock::now();
-      std::memcpy(b.data(), a.data(), o.dim * 4);
-      memcpyMs.push_back(msSince(t0));
-      t0 = Clock::now();
-      x = Eigen::Map<const Eigen::VectorXf>(a.data(), static_cast<Eigen::Index>(o.dim)).cast<double>();
-      Eigen::Map<Eigen::VectorXf>(b.data(), static_cast<Eigen::Index>(o.dim)) = x.cast<float>();
-      convertMs.push_back(msSince(t0));
+      timed(memcpyMs, [&] { std::memcpy(b.data(), a.data(), o.dim * 4); });
+      timed(memcpyThreadsMs, [&] {  // the same copy split as param_copy splits it
+        const std::size_t per = (o.dim + threads - 1) / threads;
+        std::vector<std::thread> helpers;
+        for (unsigned k = 1; k < threads; ++k)
+          helpers.emplace_back([&, k] {
+            const std::size_t begin = std::min(o.dim, k * per);
+            std::memcpy(b.data() + begin, a.data() + begin, (std::min(o.dim, begin + per) - begin) * 4);
+          });
+        std::memcpy(b.data(), a.data(), std::min(o.dim, per) * 4);
+        for (auto& h : helpers) h.join();
+      });
+      timed(eigenMs, [&] {
+        x = Eigen::Map<const Eigen::VectorXf>(a.data(), static_cast<Eigen::Index>(o.dim)).cast<double>();
+        Eigen::Map<Eigen::VectorXf>(b.data(), static_cast<Eigen::Index>(o.dim)) = x.cast<float>();
+      });
+      timed(convert1Ms, [&] {
+        gossip::daemon::widenInto(a, xs, 1);
+        gossip::daemon::narrowInto(xs, b, 1);
+      });
+      timed(convertMs, [&] {
+        gossip::daemon::widenInto(a, xs, threads);
+        gossip::daemon::narrowInto(xs, b, threads);
+      });
+      shm1Ms.push_back(shm1.round(static_cast<gossip::Round>(r)));
       shmMs.push_back(shm.round(static_cast<gossip::Round>(r)));
       inlineMs.push_back(inl.round());
     }
+    shm1CopyMs = shm1.copyMsPerRound();
+    shmCopyMs = shm.copyMsPerRound();
   }
   fs::remove_all(dir);
   const double mc = median(memcpyMs);
@@ -201,12 +246,24 @@ int main(int argc, char** argv) try {
          {"dtype", "float32"},
          {"param_bytes", o.dim * 4},
          {"rounds", o.rounds},
+         {"threads", threads},
+         {"hardware_threads", std::thread::hardware_concurrency()},
          {"statistic", "median over rounds, designs interleaved"},
          {"memcpy_ms", mc},
+         {"memcpy_threads_ms", median(memcpyThreadsMs)},
+         {"convert_eigen_ms", median(eigenMs)},
+         {"convert_1thread_ms", median(convert1Ms)},
          {"convert_ms", median(convertMs)},
+         {"shm_1thread_round_ms", median(shm1Ms)},
          {"shm_round_ms", median(shmMs)},
+         {"shm_1thread_copy_mean_ms", shm1CopyMs},
+         {"shm_copy_mean_ms", shmCopyMs},
          {"inline_round_ms", median(inlineMs)},
+         {"memcpy_threads_in_memcpys", median(memcpyThreadsMs) / mc},
+         {"convert_eigen_in_memcpys", median(eigenMs) / mc},
+         {"convert_1thread_in_memcpys", median(convert1Ms) / mc},
          {"convert_in_memcpys", median(convertMs) / mc},
+         {"shm_1thread_in_memcpys", median(shm1Ms) / mc},
          {"shm_in_memcpys", median(shmMs) / mc},
          {"inline_in_memcpys", median(inlineMs) / mc}};
   std::cout << j.dump(2) << "\n";
