@@ -234,12 +234,20 @@ def bridge_table():
     b = load("trainer_bridge")
     if not b:
         return
-    mc = b["memcpy_ms"]
+    mc, t = b["memcpy_ms"], b.get("threads", 1)
     print(f"| {b['dim']:,} float32 parameters ({b['param_bytes'] / 1e6:.0f} MB) | per round | in memcpys |")
     print("|---|---|---|")
-    for label, key in (("memcpy of the parameters", "memcpy_ms"), ("float32 → float64 → float32 conversion", "convert_ms"),
-                       ("**shared-memory bridge (built)**", "shm_round_ms"), ("parameters inside the ipc messages", "inline_round_ms")):
-        print(f"| {label} | {b[key]:.1f} ms | {b[key] / mc:.1f} |")
+    rows = (("memcpy of the parameters (one thread)", "memcpy_ms"),
+            (f"memcpy split over {t} threads", "memcpy_threads_ms"),
+            ("float32 → float64 → float32 with Eigen's cast (the bridge before)", "convert_eigen_ms"),
+            ("the same with param_copy, one thread", "convert_1thread_ms"),
+            (f"the same with param_copy, {t} threads", "convert_ms"),
+            ("shared-memory bridge, copies on one thread", "shm_1thread_round_ms"),
+            (f"**shared-memory bridge (built), copies on {t} threads**", "shm_round_ms"),
+            ("parameters inside the ipc messages", "inline_round_ms"))
+    for label, key in rows:
+        if key in b:
+            print(f"| {label} | {b[key]:.1f} ms | {b[key] / mc:.2f} |")
 
 
 def cnn_tta_table():
