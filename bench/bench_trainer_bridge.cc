@@ -209,7 +209,7 @@ int main(int argc, char** argv) try {
     };
     for (int r = 0; r < o.rounds; ++r) {
       timed(memcpyMs, [&] { std::memcpy(b.data(), a.data(), o.dim * 4); });
-      timed(memcpyThreadsMs, [&] {  // the same copy split as param_copy splits it
+      timed(memcpyThreadsMs, [&] {  // one contiguous chunk per thread, the first on this one, as param_copy
         const std::size_t per = (o.dim + threads - 1) / threads;
         std::vector<std::thread> helpers;
         for (unsigned k = 1; k < threads; ++k)
