@@ -162,9 +162,11 @@ def impersonation(a, send):
 def far_rounds(a, send):
     p = fp32_payload([0.0] * a.dim)
     send(_model(a, 0, p))
-    send(_model(a, a.round + 1000, p))
+    # Far enough ahead that the node cannot reach it between the script reading its round and this frame
+    # arriving (a 2-node logistic run does thousands of rounds a second: +1000 was passed, and refused as late).
+    send(_model(a, a.round + 10**9, p))
     send(_model(a, (1 << 64) - 1, p))
-    return "model frames for round 0, round %d and round 2^64-1" % (a.round + 1000)
+    return "model frames for round 0, round %d and round 2^64-1" % (a.round + 10**9)
 
 
 @attack

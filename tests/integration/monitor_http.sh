@@ -21,6 +21,9 @@ grep -q "http http://127.0.0.1:$(port 0)" "$WORK/node-0/log" || fail "node 0's s
 wait_for 30 "both nodes to train (state training in /status)" \
   sh -c "curl -sf '$(url 0 /status)' | grep -q '\"state\":\"training\"' && curl -sf '$(url 1 /status)' | grep -q '\"state\":\"training\"'"
 echo "ok: http ports $(port 0) and $(port 1), both nodes training"
+# The disagreement exists only once a round has mixed; a node reports "training" before that.
+has_disagreement() { [ -n "$(metric "$1" gossipd_disagreement)" ]; }
+for ((i = 0; i < N; i++)); do wait_for 30 "node $i to publish gossipd_disagreement (a round mixed)" has_disagreement $i; done
 
 # /metrics passes promtool's format and lint checks.
 for ((i = 0; i < N; i++)); do
