@@ -77,7 +77,7 @@ struct Traffic {
 };
 
 bool isKind(const Bytes& header, engine::FrameKind k) {
-  return header.size() > 5 && header[5] == std::byte{static_cast<std::uint8_t>(k)};
+  return engine::peekIsKind(header, k);
 }
 
 // The engine reads from this queue; membership frames never reach it.

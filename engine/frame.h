@@ -25,6 +25,8 @@
 // limit before anything else looks at the frame; checkPayload then verifies the payload length and crc.
 // Every failure is a FrameError whose `reason` is a short stable label for counters ("bad_magic", ...).
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -80,5 +82,25 @@ void encodeFrameHeader(const FrameHeader& h, Bytes& out);
 FrameHeader decodeFrameHeader(std::span<const std::byte> bytes);
 // Checks that payload has exactly h.payload_bytes bytes and matches h.payload_crc; throws FrameError.
 void checkPayload(const FrameHeader& h, std::span<const std::byte> payload);
+
+// Unchecked reads of single header fields, for code that must route or count a frame before (or without)
+// decoding it: the transport picks a channel by kind, the runtime counts bytes by sender. Nothing here
+// validates the header; empty when it is too short to hold the field. The offsets are the table above's.
+inline constexpr std::size_t kFrameKindOffset = 5;
+inline constexpr std::size_t kFrameSenderOffset = 8;
+inline std::optional<std::uint8_t> peekKindByte(std::span<const std::byte> header) {
+  if (header.size() <= kFrameKindOffset) return std::nullopt;
+  return static_cast<std::uint8_t>(header[kFrameKindOffset]);
+}
+inline bool peekIsKind(std::span<const std::byte> header, FrameKind k) {
+  const auto b = peekKindByte(header);
+  return b && *b == static_cast<std::uint8_t>(k);
+}
+inline std::optional<PeerId> peekSender(std::span<const std::byte> header) {
+  if (header.size() < kFrameSenderOffset + 4) return std::nullopt;
+  std::uint8_t b[4];
+  std::memcpy(b, header.data() + kFrameSenderOffset, 4);
+  return static_cast<PeerId>(b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24));
+}
 
 }  // namespace gossip::engine

@@ -46,7 +46,7 @@ std::size_t InprocNetwork::inFlight() const {
 
 void InprocTransport::send(PeerId to, Bytes header, SharedBytes payload) {
   // The frame kind is the header's byte 5; only model frames are subject to the drop rule.
-  const bool model = header.size() > 5 && header[5] == std::byte{static_cast<std::uint8_t>(FrameKind::Model)};
+  const bool model = peekIsKind(header, FrameKind::Model);
   net_.deliver(self_, to, std::move(header), std::move(payload), model);
 }
 

@@ -64,11 +64,10 @@ std::string reason(const zmq::error_t& e) {
   return e.num() == EADDRINUSE ? "address already in use" : e.what();
 }
 
-// The kind is header byte 5 (engine/frame.h); anything unreadable goes on the model channel.
+// Anything whose kind cannot be read goes on the model channel.
 int channelOf(const Bytes& header) {
-  return header.size() > 5 && header[5] != std::byte{static_cast<std::uint8_t>(engine::FrameKind::Model)}
-             ? kControl
-             : kModel;
+  const auto kind = engine::peekKindByte(header);
+  return kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model) ? kControl : kModel;
 }
 
 void releaseShared(void*, void* hint) { delete static_cast<SharedBytes*>(hint); }
@@ -300,12 +299,11 @@ struct ZmqTransport::Impl {
   // With CurveZMQ: whether a received frame's header names the id its connection's key is listed under.
   // Headers too short to name a sender pass on (the engine refuses them as "short").
   bool senderMatchesKey(zmq::message_t& header) {
-    if (header.size() < 12) return true;
+    const auto sender = engine::peekSender({header.data<std::byte>(), header.size()});
+    if (!sender) return true;
     const char* user = zmq_msg_gets(header.handle(), "User-Id");
     if (!user) return false;
-    std::uint32_t sender;
-    std::memcpy(&sender, header.data<std::byte>() + 8, 4);  // frame.h: sender id at offset 8, little-endian
-    return std::to_string(sender) == user;
+    return std::to_string(*sender) == user;
   }
 
   // Connects a DEALER with a fresh, unlisted key to our own listening socket and waits for the handshake's
@@ -431,8 +429,8 @@ struct ZmqTransport::Impl {
       // Control frames (membership, acks, edge agreement) have room beyond the limit, so a flood of
       // model frames cannot starve the failure detector into false suspicions.
       std::lock_guard lock(inboxMutex);
-      const bool control = part[1].size() > 5 &&
-                           part[1].data<std::uint8_t>()[5] != static_cast<std::uint8_t>(engine::FrameKind::Model);
+      const auto kind = engine::peekKindByte({part[1].data<std::byte>(), part[1].size()});
+      const bool control = kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model);
       if (control ? inbox.size() >= 2 * opt.inbox_max_frames : inboxFull()) {
         inboxDropped.fetch_add(1, std::memory_order_relaxed);
         return true;

@@ -165,3 +165,27 @@ TEST_CASE("every header reason label is reachable") {
   CHECK(reasonOf(b) == "accepted");
   CHECK(seen.size() == 6);
 }
+
+TEST_CASE("peekKindByte, peekIsKind and peekSender read the fields decodeFrameHeader reads") {
+  Rng rng(7);
+  for (int k = 0; k < 200; ++k) {
+    const FrameHeader h = randomHeader(rng);
+    Bytes buf;
+    encodeFrameHeader(h, buf);
+    const FrameHeader d = decodeFrameHeader(buf);
+    REQUIRE(peekKindByte(buf));
+    CHECK(*peekKindByte(buf) == static_cast<std::uint8_t>(d.kind));
+    CHECK(peekIsKind(buf, d.kind));
+    CHECK(!peekIsKind(buf, d.kind == FrameKind::Model ? FrameKind::Ack : FrameKind::Model));
+    REQUIRE(peekSender(buf));
+    CHECK(*peekSender(buf) == d.sender);
+  }
+  // Too short to hold the field: empty, never a read past the end.
+  Bytes shortHeader(5);
+  CHECK(!peekKindByte(shortHeader));
+  CHECK(!peekIsKind(shortHeader, FrameKind::Model));
+  Bytes eleven(11);
+  CHECK(peekKindByte(eleven));
+  CHECK(!peekSender(eleven));
+  CHECK(peekSender(Bytes(12)));
+}
