@@ -342,8 +342,14 @@ struct ZmqTransport::Impl {
     [[maybe_unused]] auto n = ::write(wakeFd, &one, sizeof one);  // EAGAIN only if already signalled
   }
 
-  void push(Command c) {
+  // A failure of the I/O thread is kept and thrown by every later call (as gloo's pairs do), not only by
+  // sends: a node that only waits and receives would otherwise spin on an empty inbox forever.
+  void throwIfFailed() const {
     if (failed.load()) throw IoError("zmq transport stopped: " + failure);
+  }
+
+  void push(Command c) {
+    throwIfFailed();
     {
       std::lock_guard lock(cmdMutex);
       commands.push_back(std::move(c));
@@ -611,6 +617,7 @@ void ZmqTransport::addPeer(PeerId peer, const std::string& endpoint) {
 }
 
 std::vector<PeerId> ZmqTransport::takeDisconnects() {
+  impl_->throwIfFailed();
   std::lock_guard lock(impl_->disconnectMutex);
   return std::exchange(impl_->disconnected, {});
 }
@@ -622,6 +629,7 @@ void ZmqTransport::send(PeerId to, Bytes header, engine::SharedBytes payload) {
 }
 
 bool ZmqTransport::receive(engine::RawFrame& out) {
+  impl_->throwIfFailed();
   std::lock_guard lock(impl_->inboxMutex);
   if (impl_->inbox.empty()) return false;
   out = std::move(impl_->inbox.front());
@@ -632,8 +640,11 @@ bool ZmqTransport::receive(engine::RawFrame& out) {
 
 bool ZmqTransport::waitReadable(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->inboxMutex);
-  return impl_->inboxCv.wait_for(lock, timeout, [&] { return !impl_->inbox.empty() || impl_->failed.load(); }) &&
-         !impl_->inbox.empty();
+  impl_->inboxCv.wait_for(lock, timeout, [&] { return !impl_->inbox.empty() || impl_->failed.load(); });
+  const bool ready = !impl_->inbox.empty();
+  lock.unlock();
+  impl_->throwIfFailed();
+  return ready;
 }
 
 ZmqStats ZmqTransport::stats() const {

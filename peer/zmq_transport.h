@@ -98,6 +98,7 @@ class ZmqTransport final : public engine::Transport {
   // Binds `listen` (e.g. "tcp://127.0.0.1:0" for an ephemeral port); throws IoError if it cannot.
   ZmqTransport(PeerId self, const std::string& listen, ZmqOptions options = {});
   ~ZmqTransport() override;  // stops and joins the I/O thread; frames still queued are abandoned
+  // Once the I/O thread has failed, every call below (but stats) throws IoError naming the failure.
   ZmqTransport(const ZmqTransport&) = delete;
   ZmqTransport& operator=(const ZmqTransport&) = delete;
 
