@@ -3,6 +3,7 @@
 // display for all of them, a clean stop on Ctrl-C, and a line for every child that dies (DESIGN.md §1).
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -32,8 +33,10 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-volatile std::sig_atomic_t gInterrupted = 0;
-extern "C" void onClusterSignal(int) { gInterrupted = 1; }
+// Set by the signal handler, read by the supervisor loop: a lock-free atomic (async-signal-safe).
+std::atomic<bool> gInterrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "written from a signal handler");
+extern "C" void onClusterSignal(int) { gInterrupted.store(true, std::memory_order_relaxed); }
 
 constexpr const char* kClusterUsage =
     "usage: gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]\n"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <deque>
@@ -48,8 +49,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-volatile std::sig_atomic_t gStop = 0;
-extern "C" void onStopSignal(int) { gStop = 1; }
+// Set by the SIGTERM/SIGINT handler, read by the node's thread. A lock-free atomic is both
+// async-signal-safe and ordered across threads (a volatile sig_atomic_t is only the former).
+std::atomic<bool> gStop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is written from a signal handler");
+extern "C" void onStopSignal(int) { gStop.store(true, std::memory_order_relaxed); }
 
 constexpr std::uint32_t kRunStateTag = serial::fourcc("GRUN");
 // Pseudo ids for seed endpoints whose node id is not known yet (transport destinations only).
