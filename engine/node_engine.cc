@@ -49,7 +49,7 @@ NodeEngine::NodeEngine(PeerId self, Incarnation incarnation, std::unique_ptr<alg
     : self_(self), incarnation_(incarnation), node_(std::move(node)), transport_(transport) {
   GOSSIP_CHECK(node_);
   stateless_ = node_->algorithm().stateless();
-  payload_ = std::make_shared<Bytes>();
+  payload_ = payloadPool_->take();
 }
 
 void NodeEngine::reject(const std::string& reason) {
@@ -222,17 +222,12 @@ void NodeEngine::beginRound(Round t) {
     const ComputeTimer timer(stats_.compute_ns);
     node_->beginRound(t, encoded_);
   }
-  // The frame goes out in a buffer no one else holds, and the encoder gets that buffer's old vector back for
-  // next round. Last round's buffer can still be in flight (a zero-copy send of a large frame finishes only
-  // when the peer has read it; linked mode keeps it until acked), so a spare rotates with it: with two, a
-  // steady state allocates nothing (a fresh vector costs a zero-fill and a page fault per 4 KiB, measured
-  // as 7% of a 64 MB round's CPU).
-  if (payload_.use_count() > 1) {
-    if (spare_ && spare_.use_count() == 1)
-      std::swap(payload_, spare_);
-    else
-      spare_ = std::exchange(payload_, std::make_shared<Bytes>());
-  }
+  // The frame goes out in a buffer no one else holds (engine/payload_pool.h), and the encoder gets that
+  // buffer's old vector back for next round. Last round's buffer can still be in flight (a zero-copy send of
+  // a large frame finishes only when the peer has read it; linked mode keeps it until acked); it returns to
+  // the pool when its last holder lets go, so a steady state allocates nothing (a fresh vector costs a
+  // zero-fill and a page fault per 4 KiB, measured as 7% of a 64 MB round's CPU).
+  payload_ = payloadPool_->take();
   std::swap(*payload_, encoded_.bytes);
   FrameHeader h;
   h.kind = FrameKind::Model;

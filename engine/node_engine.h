@@ -50,6 +50,7 @@
 
 #include "algorithms/node.h"
 #include "engine/frame.h"
+#include "engine/payload_pool.h"
 #include "engine/transport.h"
 #include "engine/view.h"
 
@@ -245,8 +246,8 @@ class NodeEngine {
   std::size_t stateChunk_ = kStateChunkValues;
 
   compress::Encoded encoded_;
+  std::shared_ptr<PayloadPool> payloadPool_ = PayloadPool::create();  // buffers come back when released
   std::shared_ptr<Bytes> payload_;             // this round's payload, shared with receivers
-  std::shared_ptr<Bytes> spare_;               // an earlier round's payload buffer, reused once released
   struct Inbound {
     Round round;
     PeerId sender;
