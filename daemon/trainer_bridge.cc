@@ -214,13 +214,17 @@ struct TrainerBridge::Impl {
   }
 
   void onAttach(const std::string& id, const json& m, std::uint64_t now, const Vec* model, Round next) {
-    if (m.value("version", 0) != 1)
+    // The fields are read as json and their types checked: value<T>() throws on a field of another type, which
+    // would leave poll() and end the daemon.
+    const json version = m.value("version", json(0));
+    if (version != 1)
       return error(id, BridgeError::VersionUnsupported,
-                   "protocol version " + m.value("version", json(0)).dump() + " is not supported (this daemon speaks version 1)");
+                   "protocol version " + version.dump() + " is not supported (this daemon speaks version 1)");
     if (!m.contains("dim") || !m["dim"].is_number_unsigned() || m["dim"].get<std::uint64_t>() == 0)
       return error(id, BridgeError::BadDim, "attach needs dim, the number of parameters (a positive integer)");
     const auto dim = m["dim"].get<std::uint64_t>();
-    const std::string dtype = m.value("dtype", std::string("float32"));
+    const json dtypeField = m.value("dtype", json("float32"));
+    const std::string dtype = dtypeField.is_string() ? dtypeField.get<std::string>() : dtypeField.dump();
     if (dtype != "float32" && dtype != "float64")
       return error(id, BridgeError::BadDtype, "dtype '" + dtype + "' is not supported (float32 or float64)");
     if (model && static_cast<std::uint64_t>(model->size()) != dim)
@@ -237,7 +241,7 @@ struct TrainerBridge::Impl {
     t.identity = id;
     t.dim = dim;
     t.f64 = item == 8;
-    t.pid = m.value("pid", 0LL);
+    t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
     trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
     t.shm = std::make_unique<SharedMemory>(
         "/gossipd-" + std::to_string(getuid()) + "-" + std::to_string(o.node) + "-" + std::to_string(getpid()) + "-" +

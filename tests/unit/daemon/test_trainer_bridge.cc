@@ -275,6 +275,23 @@ TEST_CASE("protocol errors are one-line replies with a code, and change nothing"
   CHECK(b.hasRequest());
 }
 
+TEST_CASE("an attach with a field of the wrong type gets an error reply, not an exception out of poll") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0, 3.0}};
+  Client c(b.endpoint());
+  auto ask = [&](const json& m) {
+    c.send(m);
+    return errorOf(c.reply(b, &model, 0));
+  };
+  CHECK(ask({{"op", "attach"}, {"version", "1"}, {"dim", 3}}) ==
+        "version_unsupported: protocol version \"1\" is not supported (this daemon speaks version 1)");
+  CHECK(ask({{"op", "attach"}, {"version", 1}, {"dim", 3}, {"dtype", 32}}) ==
+        "bad_dtype: dtype '32' is not supported (float32 or float64)");
+  c.send({{"op", "attach"}, {"version", 1}, {"dim", 3}, {"pid", "me"}});  // pid only names the trainer in the log
+  CHECK(c.reply(b, &model, 0)["op"] == "attached");
+}
+
 TEST_CASE("first start: a request before init, and an initial model that is not finite, are errors") {
   TempDir d;
   TrainerBridge b(options(d.path));
