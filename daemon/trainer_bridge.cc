@@ -274,11 +274,11 @@ struct TrainerBridge::Impl {
     if (!isTrainer(id)) return error(id, BridgeError::NotAttached, "init before attach");
     if (!trainer->awaitingInit)
       return error(id, BridgeError::InitUnexpected, "init was not asked for (the daemon already has a model)");
-    trainer->awaitingInit = false;
     Vec x;
     readRegion(0, x);
-    if (!std::isfinite(x.squaredNorm()))
+    if (!std::isfinite(x.squaredNorm()))  // still awaiting: the trainer may send init again
       return error(id, BridgeError::NonfiniteInit, "the initial parameters hold a non-finite value");
+    trainer->awaitingInit = false;
     initial = std::move(x);
     initFrom = id;
   }

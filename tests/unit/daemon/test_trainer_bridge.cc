@@ -292,7 +292,7 @@ TEST_CASE("an attach with a field of the wrong type gets an error reply, not an 
   CHECK(c.reply(b, &model, 0)["op"] == "attached");
 }
 
-TEST_CASE("first start: a request before init, and an initial model that is not finite, are errors") {
+TEST_CASE("first start: a request before init, and an initial model that is not finite, are errors the trainer can recover from") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Client c(b.endpoint());
@@ -307,7 +307,20 @@ TEST_CASE("first start: a request before init, and an initial model that is not 
   c.send({{"op", "init"}});
   CHECK(errorOf(c.reply(b, nullptr, 0)) == "nonfinite_init: the initial parameters hold a non-finite value");
   CHECK(!b.takeInitial());
-  CHECK(b.stats().protocol_errors == 2);
+  // The refused init changed nothing: the daemon still waits for one, and a finite one is taken.
+  c.send({{"op", "mix"}});
+  CHECK(errorOf(c.reply(b, nullptr, 0)).starts_with("init_first: "));
+  CHECK(b.stats().protocol_errors == 3);
+  c.params()[1] = 2.0f;
+  c.send({{"op", "init"}});
+  std::optional<Vec> x0;
+  for (int i = 0; i < 200 && !x0; ++i) {
+    b.poll(0, nullptr, 0);
+    x0 = b.takeInitial();
+    b.waitReadable(5);
+  }
+  REQUIRE(x0);
+  CHECK(*x0 == Vec{{1.0, 2.0}});
 }
 
 TEST_CASE("the error codes: distinct snake_case names, each in docs/trainer.md's table and no other") {
