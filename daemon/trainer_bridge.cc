@@ -20,6 +20,7 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
+#include "daemon/bridge_errors.h"
 #include "daemon/param_copy.h"
 
 namespace gossip::daemon {
@@ -159,9 +160,10 @@ struct TrainerBridge::Impl {
       // EHOSTUNREACH (router_mandatory): the trainer's connection is gone; the monitor will say so.
     }
   }
-  void error(const std::string& identity, const std::string& why) {
+  // {"op":"error","code":...,"error":why}: the code for programs (daemon/bridge_errors.h), the text for people.
+  void error(const std::string& identity, BridgeError code, const std::string& why) {
     ++stats.protocol_errors;
-    send(identity, {{"op", "error"}, {"error", why}});
+    send(identity, {{"op", "error"}, {"code", bridgeErrorCode(code)}, {"error", why}});
   }
   bool isTrainer(const std::string& identity) const { return trainer && trainer->identity == identity; }
 
@@ -212,16 +214,24 @@ struct TrainerBridge::Impl {
   }
 
   void onAttach(const std::string& id, const json& m, std::uint64_t now, const Vec* model, Round next) {
-    if (m.value("version", 0) != 1) return error(id, "protocol version " + m.value("version", json(0)).dump() + " is not supported (this daemon speaks version 1)");
+    // The fields are read as json and their types checked: value<T>() throws on a field of another type, which
+    // would leave poll() and end the daemon.
+    const json version = m.value("version", json(0));
+    if (version != 1)
+      return error(id, BridgeError::VersionUnsupported,
+                   "protocol version " + version.dump() + " is not supported (this daemon speaks version 1)");
     if (!m.contains("dim") || !m["dim"].is_number_unsigned() || m["dim"].get<std::uint64_t>() == 0)
-      return error(id, "attach needs dim, the number of parameters (a positive integer)");
+      return error(id, BridgeError::BadDim, "attach needs dim, the number of parameters (a positive integer)");
     const auto dim = m["dim"].get<std::uint64_t>();
-    const std::string dtype = m.value("dtype", std::string("float32"));
-    if (dtype != "float32" && dtype != "float64") return error(id, "dtype '" + dtype + "' is not supported (float32 or float64)");
+    const json dtypeField = m.value("dtype", json("float32"));
+    const std::string dtype = dtypeField.is_string() ? dtypeField.get<std::string>() : dtypeField.dump();
+    if (dtype != "float32" && dtype != "float64")
+      return error(id, BridgeError::BadDtype, "dtype '" + dtype + "' is not supported (float32 or float64)");
     if (model && static_cast<std::uint64_t>(model->size()) != dim)
-      return error(id, "trainer has " + std::to_string(dim) + " parameters, the daemon's model has " + std::to_string(model->size()));
+      return error(id, BridgeError::DimMismatch,
+                   "trainer has " + std::to_string(dim) + " parameters, the daemon's model has " + std::to_string(model->size()));
     if (trainer && trainer->identity != id) {
-      if (pending != Op::None || !serving.empty()) error(trainer->identity, "replaced by another trainer");
+      if (pending != Op::None || !serving.empty()) error(trainer->identity, BridgeError::Replaced, "replaced by another trainer");
       std::printf("node %u: trainer replaced by a new attach\n", o.node);
     }
     pending = Op::None;
@@ -231,7 +241,7 @@ struct TrainerBridge::Impl {
     t.identity = id;
     t.dim = dim;
     t.f64 = item == 8;
-    t.pid = m.value("pid", 0LL);
+    t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
     trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
     t.shm = std::make_unique<SharedMemory>(
         "/gossipd-" + std::to_string(getuid()) + "-" + std::to_string(o.node) + "-" + std::to_string(getpid()) + "-" +
@@ -261,24 +271,27 @@ struct TrainerBridge::Impl {
   }
 
   void onInit(const std::string& id) {
-    if (!isTrainer(id)) return error(id, "init before attach");
-    if (!trainer->awaitingInit) return error(id, "init was not asked for (the daemon already has a model)");
-    trainer->awaitingInit = false;
+    if (!isTrainer(id)) return error(id, BridgeError::NotAttached, "init before attach");
+    if (!trainer->awaitingInit)
+      return error(id, BridgeError::InitUnexpected, "init was not asked for (the daemon already has a model)");
     Vec x;
     readRegion(0, x);
-    if (!std::isfinite(x.squaredNorm())) return error(id, "the initial parameters hold a non-finite value");
+    if (!std::isfinite(x.squaredNorm()))  // still awaiting: the trainer may send init again
+      return error(id, BridgeError::NonfiniteInit, "the initial parameters hold a non-finite value");
+    trainer->awaitingInit = false;
     initial = std::move(x);
     initFrom = id;
   }
 
   void onRoundRequest(const std::string& id, const json& m, Op op, std::uint64_t now) {
-    if (!isTrainer(id)) return error(id, "not attached: send attach first");
-    if (trainer->awaitingInit) return error(id, "send init first: the daemon has no model yet");
+    if (!isTrainer(id)) return error(id, BridgeError::NotAttached, "not attached: send attach first");
+    if (trainer->awaitingInit) return error(id, BridgeError::InitFirst, "send init first: the daemon has no model yet");
     if (op == Op::Mix && o.gradient_mode)
-      return error(id, "this daemon runs trainer.mode = 'gradient': send grad (client: step), not mix");
+      return error(id, BridgeError::WrongMode, "this daemon runs trainer.mode = 'gradient': send grad (client: step), not mix");
     if (op == Op::Grad && !o.gradient_mode)
-      return error(id, "this daemon runs trainer.mode = 'model': send mix (client: mix), not grad");
-    if (pending != Op::None || !serving.empty()) return error(id, "a request is already waiting for its round");
+      return error(id, BridgeError::WrongMode, "this daemon runs trainer.mode = 'model': send mix (client: mix), not grad");
+    if (pending != Op::None || !serving.empty())
+      return error(id, BridgeError::RequestPending, "a request is already waiting for its round");
     if (done) return send(id, {{"op", "mixed"}, {"round", doneRound}, {"done", true}});
     pending = op;
     pendingLoss = m.contains("loss") && m["loss"].is_number() ? m["loss"].get<double>() : kNaN;
@@ -290,9 +303,10 @@ struct TrainerBridge::Impl {
     try {
       m = json::parse(text);
     } catch (const json::exception&) {
-      return error(id, "a message that is not JSON");
+      return error(id, BridgeError::NotJson, "a message that is not JSON");
     }
-    if (!m.is_object() || !m.contains("op") || !m["op"].is_string()) return error(id, "a message without \"op\"");
+    if (!m.is_object() || !m.contains("op") || !m["op"].is_string())
+      return error(id, BridgeError::NoOp, "a message without \"op\"");
     if (isTrainer(id)) lastHeard = now;
     const std::string op = m["op"].get<std::string>();
     if (op == "attach") return onAttach(id, m, now, model, next);
@@ -308,7 +322,7 @@ struct TrainerBridge::Impl {
       if (isTrainer(id)) detach("it said so");
       return send(id, {{"op", "ok"}});
     }
-    error(id, "unknown op '" + op + "'");
+    error(id, BridgeError::UnknownOp, "unknown op '" + op + "'");
   }
 };
 

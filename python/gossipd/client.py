@@ -24,10 +24,12 @@ import zmq
 PROTOCOL_VERSION = 1
 _DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
 _SUN_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
-# Error texts with which the daemon says it does not know this trainer (a restarted daemon, or one that
-# dropped us): the client re-attaches instead of failing. "replaced by another trainer" is not one of them:
-# another trainer took this node over, and fighting it back would only make the two replace each other.
-_UNKNOWN_TRAINER = ("not attached", "before attach", "send attach first")
+# The error code with which the daemon says it does not know this trainer (a restarted daemon, or one that
+# dropped us): the client re-attaches instead of failing. "replaced" is not one of them: another trainer
+# took this node over, and fighting it back would only make the two replace each other.
+_NOT_ATTACHED = "not_attached"
+# A daemon from before the codes sends only the text: these fragments of it mean not_attached.
+_NOT_ATTACHED_TEXTS = ("not attached", "before attach", "send attach first")
 
 
 class GossipdError(RuntimeError):
@@ -35,7 +37,16 @@ class GossipdError(RuntimeError):
 
 
 class BridgeError(GossipdError):
-    """The daemon answered {"op":"error"}; the message is the daemon's."""
+    """The daemon answered {"op":"error"} (the message is the daemon's text), or its reply made no sense.
+
+    ``code`` is the daemon's error code, a stable snake_case name to match on (docs/trainer.md, "Errors":
+    ``dim_mismatch``, ``wrong_mode``, ``replaced``...); None when the client found the fault itself or the
+    daemon predates the codes. The text may change between releases, the codes do not.
+    """
+
+    def __init__(self, message: str, code: Optional[str] = None):
+        super().__init__(message)
+        self.code = code
 
 
 class DaemonUnavailable(GossipdError, TimeoutError):
@@ -446,8 +457,8 @@ class Trainer:
 
     def _receive(self, expect: Iterable[str], budget: float) -> dict:
         """The next reply whose op is in `expect`. `wait` keepalives restart the clock; {"op":"error"}
-        raises BridgeError (or _Lost if it says the daemon does not know us); `budget` seconds of silence
-        raise _Lost."""
+        raises BridgeError with the daemon's code (or _Lost if the code is not_attached: the daemon does not
+        know us); `budget` seconds of silence raise _Lost."""
         deadline = time.monotonic() + budget
         while True:
             left = deadline - time.monotonic()
@@ -466,9 +477,11 @@ class Trainer:
                 continue
             if op == "error":
                 why = " ".join(str(msg.get("error", "(no message)")).split())
-                if any(s in why for s in _UNKNOWN_TRAINER):
+                code = msg.get("code")
+                code = code if isinstance(code, str) and code else None
+                if code == _NOT_ATTACHED or (code is None and any(s in why for s in _NOT_ATTACHED_TEXTS)):
                     raise _Lost(f"the daemon does not know this trainer ({why})")
-                raise BridgeError(f"gossipd daemon: {why}")
+                raise BridgeError(f"gossipd daemon: {why}", code)
             if op in expect:
                 return msg
             raise BridgeError(f"gossipd: unexpected reply {op!r} from the daemon (expected {' or '.join(expect)})")

@@ -4,7 +4,8 @@
 
 The fake daemon is a thread with a ROUTER socket at ipc://<tmpdir>/trainer.sock that speaks protocol
 version 1 (docs/trainer.md): attach/attached with a shared-memory file under /dev/shm, init/ready,
-mix/mixed, grad/grad_at/mixed, report/ok, detach/ok, `wait` keepalives and error replies. It can "die"
+mix/mixed, grad/grad_at/mixed, report/ok, detach/ok, `wait` keepalives and error replies with the daemon's
+codes (or without them, as a daemon from before the codes: codes=False). It can "die"
 (close its socket and remove its shared memory without replying), and a second fake can take its place
 with a new shared-memory name and a model of its own, as a restarted daemon would.
 """
@@ -46,7 +47,8 @@ def default_mix(x: np.ndarray, t: int) -> np.ndarray:
 class FakeDaemon(threading.Thread):
     def __init__(self, data_dir: str, *, dtype="float32", mode="model", algorithm="dpsgd", node=2, nodes=4,
                  rounds=100, model=None, start_round=0, waits=0, wait_interval=0.05, grad_at=False, lr=0.1,
-                 mix_fn=default_mix, attach_error=None, round_error=None, die_on_request=None):
+                 mix_fn=default_mix, attach_error=None, round_error=None, die_on_request=None, codes=True,
+                 not_attached_text="not attached: send attach first"):
         super().__init__(daemon=True)
         self.data_dir = data_dir
         self.dtype = np.dtype(DTYPES[dtype])
@@ -56,7 +58,9 @@ class FakeDaemon(threading.Thread):
         self.round = start_round
         self.waits, self.wait_interval = waits, wait_interval
         self.grad_at, self.lr, self.mix_fn = grad_at, lr, mix_fn
-        self.attach_error, self.round_error = attach_error, round_error
+        self.attach_error, self.round_error = attach_error, round_error  # (code, text) of a reply to force
+        self.codes = codes  # False: error replies without "code", as a daemon from before the codes
+        self.not_attached_text = not_attached_text
         self.die_on_request = die_on_request  # die (no reply) at the n-th mix/grad, 1-based
         # What the trainer did, for the tests to check.
         self.log: list = []  # every message received, parsed
@@ -129,6 +133,11 @@ class FakeDaemon(threading.Thread):
     def send(self, sock, ident, **msg):
         sock.send_multipart([ident, json.dumps(msg).encode()])
 
+    def send_error(self, sock, ident, code, text):
+        if self.codes:
+            return self.send(sock, ident, op="error", code=code, error=text)
+        return self.send(sock, ident, op="error", error=text)
+
     def write_model(self):
         self.params()[:] = self.model
 
@@ -138,15 +147,15 @@ class FakeDaemon(threading.Thread):
         if op == "attach":
             self.attaches += 1
             if self.attach_error:
-                return self.send(sock, ident, op="error", error=self.attach_error)
+                return self.send_error(sock, ident, *self.attach_error)
             if m.get("version") != 1:
-                return self.send(sock, ident, op="error", error="protocol version is not supported")
+                return self.send_error(sock, ident, "version_unsupported", "protocol version is not supported")
             dim = m["dim"]
             if self.model is not None and self.model.size != dim:
-                return self.send(sock, ident, op="error",
-                                 error=f"trainer has {dim} parameters, the daemon's model has {self.model.size}")
+                return self.send_error(sock, ident, "dim_mismatch",
+                                       f"trainer has {dim} parameters, the daemon's model has {self.model.size}")
             if m.get("dtype") != self.dtype_name:
-                return self.send(sock, ident, op="error", error="fake daemon: unexpected dtype")
+                return self.send_error(sock, ident, "bad_dtype", "fake daemon: unexpected dtype")
             self.unmap()
             self.dim = dim
             self.shm_path = f"/dev/shm/gossipd-test-{os.getpid()}-{uuid.uuid4().hex}"
@@ -165,26 +174,26 @@ class FakeDaemon(threading.Thread):
                              round=self.round, rounds=self.rounds, init=self.model is None)
         if op == "init":
             if ident != self.trainer:
-                return self.send(sock, ident, op="error", error="init before attach")
+                return self.send_error(sock, ident, "not_attached", "init before attach")
             self.awaiting_init = False
             self.model = self.params().astype(np.float64)
             self.inits.append(self.model.copy())
             return self.send(sock, ident, op="ready", round=self.round)
         if op in ("mix", "grad"):
             if ident != self.trainer:
-                return self.send(sock, ident, op="error", error="not attached: send attach first")
+                return self.send_error(sock, ident, "not_attached", self.not_attached_text)
             if self.awaiting_init:
-                return self.send(sock, ident, op="error", error="send init first: the daemon has no model yet")
+                return self.send_error(sock, ident, "init_first", "send init first: the daemon has no model yet")
             if op == "mix" and self.mode == "gradient":
-                return self.send(sock, ident, op="error", error="this daemon runs trainer.mode = 'gradient'")
+                return self.send_error(sock, ident, "wrong_mode", "this daemon runs trainer.mode = 'gradient'")
             if op == "grad" and self.mode == "model":
-                return self.send(sock, ident, op="error", error="this daemon runs trainer.mode = 'model'")
+                return self.send_error(sock, ident, "wrong_mode", "this daemon runs trainer.mode = 'model'")
             self.requests += 1
             if self.die_on_request == self.requests:
                 self.dead.set()  # the loop ends: socket closed, shared memory removed, no reply
                 return
             if self.round_error:
-                return self.send(sock, ident, op="error", error=self.round_error)
+                return self.send_error(sock, ident, *self.round_error)
             if self.round >= self.rounds:
                 return self.send(sock, ident, op="mixed", round=self.round, done=True)
             now = time.monotonic()
@@ -198,7 +207,7 @@ class FakeDaemon(threading.Thread):
             if ident == self.trainer:
                 self.trainer, self.pending = None, None
             return self.send(sock, ident, op="ok")
-        self.send(sock, ident, op="error", error=f"unknown op '{op}'")
+        self.send_error(sock, ident, "unknown_op", f"unknown op '{op}'")
 
     def tick(self, sock):
         if self.pending is None:
@@ -333,6 +342,23 @@ class TestAttach(Base):
             g.bind_array(5)
         self.assertIn("trainer has 5 parameters, the daemon's model has 6", str(cm.exception))
         self.assertNotIn("\n", str(cm.exception))
+        self.assertEqual(cm.exception.code, "dim_mismatch")
+
+    def test_an_unknown_code_is_a_plain_bridge_error(self):
+        self.daemon(attach_error=("from_a_later_daemon", "something new"))
+        g = self.attach()
+        with self.assertRaises(gossipd.BridgeError) as cm:
+            g.bind_array(2)
+        self.assertEqual(cm.exception.code, "from_a_later_daemon")
+        self.assertEqual(str(cm.exception), "gossipd daemon: something new")
+
+    def test_a_daemon_without_codes_gives_errors_without_a_code(self):
+        self.daemon(model=np.zeros(6), codes=False)
+        g = self.attach()
+        with self.assertRaises(gossipd.BridgeError) as cm:
+            g.bind_array(5)
+        self.assertIn("trainer has 5 parameters", str(cm.exception))
+        self.assertIsNone(cm.exception.code)
 
     def test_bad_arguments(self):
         with self.assertRaises(ValueError):
@@ -465,13 +491,24 @@ class TestRounds(Base):
         self.assertEqual(g.reconnects, 0)
 
     def test_error_reply_during_a_round(self):
-        d = self.daemon(round_error="replaced by another trainer")
+        d = self.daemon(round_error=("replaced", "replaced by another trainer"))
         g = self.attach()
         g.bind_array(2)
         with self.assertRaises(gossipd.BridgeError) as cm:
             g.mix()
         self.assertEqual(str(cm.exception), "gossipd daemon: replaced by another trainer")
+        self.assertEqual(cm.exception.code, "replaced")
         self.assertEqual((d.attaches, g.reconnects), (1, 0))  # not a reason to reconnect
+
+    def test_the_code_decides_not_the_text(self):
+        # A text that reads like not_attached under another code: an error, no reconnect.
+        d = self.daemon(round_error=("request_pending", "not attached, before attach"))
+        g = self.attach()
+        g.bind_array(2)
+        with self.assertRaises(gossipd.BridgeError) as cm:
+            g.mix()
+        self.assertEqual(cm.exception.code, "request_pending")
+        self.assertEqual((d.attaches, g.reconnects), (1, 0))
 
     def test_detach_on_exit_even_on_exception(self):
         d = self.daemon()
@@ -557,6 +594,27 @@ class TestRestart(Base):
         np.testing.assert_array_equal(c.inits[0], [4.5, 4.5])
         g.mix()
         np.testing.assert_array_equal(g.params, default_mix(np.array([4.5, 4.5]), 0))
+
+    def forgotten(self, **kw):
+        """mix() after the daemon dropped us: the client re-attaches and returns; returns its stderr."""
+        d = self.daemon(**kw)
+        g = self.attach()
+        g.bind_array(2, initial=[1, 1])
+        d.forget()
+        time.sleep(0.05)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            g.mix()
+        self.assertEqual((d.attaches, g.reconnects, len(d.mixes)), (2, 1, 0))
+        return err.getvalue()
+
+    def test_daemon_that_forgot_us_is_known_by_the_code(self):
+        err = self.forgotten(not_attached_text="who are you?")  # any text: not_attached decides
+        self.assertIn("does not know this trainer (who are you?)", err)
+
+    def test_daemon_without_codes_that_forgot_us_is_known_by_the_text(self):
+        err = self.forgotten(codes=False)
+        self.assertIn("not attached", err)
 
     def test_daemon_that_forgot_us(self):
         d = self.daemon()

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -16,6 +18,7 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
+#include "daemon/bridge_errors.h"
 #include "daemon/trainer_bridge.h"
 
 using namespace gossip;
@@ -105,6 +108,14 @@ void waitForRequest(TrainerBridge& b, const Vec& model, Round next, std::uint64_
 
 json attachMsg(std::size_t dim, const char* dtype = "float32") {
   return {{"op", "attach"}, {"version", 1}, {"dim", dim}, {"dtype", dtype}, {"pid", 42}};
+}
+
+// An error reply as "<code>: <text>"; it must be {"op":"error"} and have both.
+std::string errorOf(const json& r) {
+  REQUIRE(r["op"] == "error");
+  REQUIRE(r.contains("code"));
+  REQUIRE(r.contains("error"));
+  return r["code"].get<std::string>() + ": " + r["error"].get<std::string>();
 }
 
 }  // namespace
@@ -212,7 +223,8 @@ TEST_CASE("gradient mode: the gradient region is read, and a start step asks for
   p[2] = 0.125;  // gradient region follows dim parameters
   p[3] = -4.0;
   c.send({{"op", "mix"}});
-  CHECK(c.reply(b, &model, 0)["error"].get<std::string>().find("send grad") != std::string::npos);
+  CHECK(errorOf(c.reply(b, &model, 0)) ==
+        "wrong_mode: this daemon runs trainer.mode = 'gradient': send grad (client: step), not mix");
   c.send({{"op", "grad"}, {"loss", 2.0}});
   waitForRequest(b, model, 0, 0);
   Vec g;
@@ -226,37 +238,119 @@ TEST_CASE("gradient mode: the gradient region is read, and a start step asks for
   CHECK(p[1] == 0.25);
 }
 
-TEST_CASE("protocol errors are one-line replies and change nothing") {
+TEST_CASE("protocol errors are one-line replies with a code, and change nothing") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0, 3.0}};
   Client c(b.endpoint());
   auto ask = [&](const json& m) {
     c.send(m);
-    auto r = c.reply(b, &model, 0);
-    REQUIRE(r["op"] == "error");
-    return r["error"].get<std::string>();
+    return errorOf(c.reply(b, &model, 0));
   };
-  CHECK(ask({{"op", "mix"}}).find("not attached") != std::string::npos);
-  CHECK(ask({{"op", "dance"}}) == "unknown op 'dance'");
-  CHECK(ask({{"no", "op"}}).find("without \"op\"") != std::string::npos);
-  CHECK(ask(attachMsg(5)) == "trainer has 5 parameters, the daemon's model has 3");
-  CHECK(ask(attachMsg(3, "int8")).find("dtype 'int8'") != std::string::npos);
-  CHECK(ask({{"op", "attach"}, {"version", 2}, {"dim", 3}}).find("version 2") != std::string::npos);
-  CHECK(ask({{"op", "attach"}, {"version", 1}}).find("needs dim") != std::string::npos);
+  CHECK(ask({{"op", "mix"}}) == "not_attached: not attached: send attach first");
+  CHECK(ask({{"op", "init"}}) == "not_attached: init before attach");
+  CHECK(ask({{"op", "dance"}}) == "unknown_op: unknown op 'dance'");
+  CHECK(ask({{"no", "op"}}) == "no_op: a message without \"op\"");
+  CHECK(ask({{"op", 7}}) == "no_op: a message without \"op\"");
+  CHECK(ask(attachMsg(5)) == "dim_mismatch: trainer has 5 parameters, the daemon's model has 3");
+  CHECK(ask(attachMsg(3, "int8")) == "bad_dtype: dtype 'int8' is not supported (float32 or float64)");
+  CHECK(ask({{"op", "attach"}, {"version", 2}, {"dim", 3}}) ==
+        "version_unsupported: protocol version 2 is not supported (this daemon speaks version 1)");
+  CHECK(ask({{"op", "attach"}, {"dim", 3}}).starts_with("version_unsupported: protocol version 0 "));
+  CHECK(ask({{"op", "attach"}, {"version", 1}}) ==
+        "bad_dim: attach needs dim, the number of parameters (a positive integer)");
+  CHECK(ask({{"op", "attach"}, {"version", 1}, {"dim", 0}}).starts_with("bad_dim: "));
+  CHECK(ask({{"op", "attach"}, {"version", 1}, {"dim", -3}}).starts_with("bad_dim: "));
   c.s.send(zmq::str_buffer("not json{"), zmq::send_flags::none);
-  CHECK(c.reply(b, &model, 0)["error"] == "a message that is not JSON");
+  CHECK(errorOf(c.reply(b, &model, 0)) == "not_json: a message that is not JSON");
   CHECK(b.stateName(0) == "none");
-  CHECK(b.stats().protocol_errors == 8);
+  CHECK(b.stats().protocol_errors == 13);
   c.send(attachMsg(3));
   REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
-  CHECK(ask({{"op", "grad"}}).find("send mix") != std::string::npos);
-  CHECK(ask({{"op", "init"}}).find("not asked for") != std::string::npos);
+  CHECK(ask({{"op", "grad"}}) == "wrong_mode: this daemon runs trainer.mode = 'model': send mix (client: mix), not grad");
+  CHECK(ask({{"op", "init"}}) == "init_unexpected: init was not asked for (the daemon already has a model)");
   c.send({{"op", "mix"}});
   c.send({{"op", "mix"}});
-  auto r = c.reply(b, &model, 0);
-  CHECK(r["error"] == "a request is already waiting for its round");
+  CHECK(errorOf(c.reply(b, &model, 0)) == "request_pending: a request is already waiting for its round");
   CHECK(b.hasRequest());
+}
+
+TEST_CASE("an attach with a field of the wrong type gets an error reply, not an exception out of poll") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0, 3.0}};
+  Client c(b.endpoint());
+  auto ask = [&](const json& m) {
+    c.send(m);
+    return errorOf(c.reply(b, &model, 0));
+  };
+  CHECK(ask({{"op", "attach"}, {"version", "1"}, {"dim", 3}}) ==
+        "version_unsupported: protocol version \"1\" is not supported (this daemon speaks version 1)");
+  CHECK(ask({{"op", "attach"}, {"version", 1}, {"dim", 3}, {"dtype", 32}}) ==
+        "bad_dtype: dtype '32' is not supported (float32 or float64)");
+  c.send({{"op", "attach"}, {"version", 1}, {"dim", 3}, {"pid", "me"}});  // pid only names the trainer in the log
+  CHECK(c.reply(b, &model, 0)["op"] == "attached");
+}
+
+TEST_CASE("first start: a request before init, and an initial model that is not finite, are errors the trainer can recover from") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Client c(b.endpoint());
+  c.send(attachMsg(2));
+  auto r = c.reply(b, nullptr, 0);
+  REQUIRE(r["init"] == true);
+  c.mapShm(r);
+  c.send({{"op", "mix"}});
+  CHECK(errorOf(c.reply(b, nullptr, 0)) == "init_first: send init first: the daemon has no model yet");
+  c.params()[0] = 1.0f;
+  c.params()[1] = std::numeric_limits<float>::quiet_NaN();
+  c.send({{"op", "init"}});
+  CHECK(errorOf(c.reply(b, nullptr, 0)) == "nonfinite_init: the initial parameters hold a non-finite value");
+  CHECK(!b.takeInitial());
+  // The refused init changed nothing: the daemon still waits for one, and a finite one is taken.
+  c.send({{"op", "mix"}});
+  CHECK(errorOf(c.reply(b, nullptr, 0)).starts_with("init_first: "));
+  CHECK(b.stats().protocol_errors == 3);
+  c.params()[1] = 2.0f;
+  c.send({{"op", "init"}});
+  std::optional<Vec> x0;
+  for (int i = 0; i < 200 && !x0; ++i) {
+    b.poll(0, nullptr, 0);
+    x0 = b.takeInitial();
+    b.waitReadable(5);
+  }
+  REQUIRE(x0);
+  CHECK(*x0 == Vec{{1.0, 2.0}});
+}
+
+TEST_CASE("the error codes: distinct snake_case names, each in docs/trainer.md's table and no other") {
+  std::set<std::string> names;
+  for (const auto e : daemon::kBridgeErrors) {
+    const std::string n(daemon::bridgeErrorCode(e));
+    CAPTURE(n);
+    CHECK(!n.empty());
+    CHECK(n.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos);
+    CHECK(names.insert(n).second);
+  }
+  CHECK(names.size() == static_cast<std::size_t>(daemon::BridgeError::Replaced) + 1);  // kBridgeErrors has them all
+  // The table's rows: "| `code` | when |" after its "| code |" header, up to the first line that is not a row.
+  std::ifstream doc(std::string(GOSSIP_SOURCE_DIR) + "/docs/trainer.md");
+  REQUIRE(doc);
+  std::set<std::string> documented;
+  bool inTable = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.starts_with("| code |")) {
+      inTable = true;
+    } else if (inTable && line.starts_with("| `")) {
+      const auto end = line.find('`', 3);
+      REQUIRE(end != std::string::npos);
+      documented.insert(line.substr(3, end - 3));
+    } else if (inTable && !line.starts_with("|--") && !line.starts_with("|---")) {
+      break;
+    }
+  }
+  for (const auto& n : names) CHECK_MESSAGE(documented.count(n) == 1, n, " is not in docs/trainer.md's table");
+  for (const auto& n : documented) CHECK_MESSAGE(names.count(n) == 1, n, " is in docs/trainer.md's table but sent by no one");
 }
 
 TEST_CASE("a waiting request gets keepalives, and the end of training answers it with done") {
@@ -325,10 +419,9 @@ TEST_CASE("a trainer that is gone, silent or replaced no longer drives rounds") 
     second.send(attachMsg(2));
     REQUIRE(second.reply(b, &model, 0)["op"] == "attached");
     CHECK(!b.hasRequest());  // the first one's request went with it
-    auto r = first.reply(b, &model, 0);
-    CHECK(r["error"] == "replaced by another trainer");
+    CHECK(errorOf(first.reply(b, &model, 0)) == "replaced: replaced by another trainer");
     first.send({{"op", "mix"}});
-    CHECK(first.reply(b, &model, 0)["error"].get<std::string>().find("not attached") != std::string::npos);
+    CHECK(errorOf(first.reply(b, &model, 0)) == "not_attached: not attached: send attach first");
   }
   SUBCASE("it detaches") {
     Client c(b.endpoint());
