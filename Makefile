@@ -8,15 +8,19 @@ TSAN_BUILD ?= build/tsan
 TSAN_TESTS := test_engine test_peer test_membership test_param_copy
 JOBS ?= $(shell nproc)
 GOSSIPD := $(BUILD)/daemon/gossipd
+# ccache (CMakeLists.txt uses it when installed): paths relative to the source tree, so every clone and
+# worktree on this machine shares one cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 # Debian packages the build, tests, demo and plots need.
-DEB_PACKAGES := build-essential cmake ninja-build pkg-config zlib1g-dev \
+DEB_PACKAGES := build-essential cmake ninja-build ccache pkg-config zlib1g-dev \
   libzmq3-dev cppzmq-dev libeigen3-dev libboost-dev libspdlog-dev doctest-dev \
   libtomlplusplus-dev nlohmann-json3-dev libbenchmark-dev dataset-fashion-mnist \
   python3 python3-numpy python3-matplotlib python3-zmq curl prometheus iproute2 \
   libjs-chart.js libjs-d3 chromium chromium-driver python3-selenium python3-torch
 
-.PHONY: all deps build build-asan build-tsan build-fuzz fuzz test test-asan demo bench clean docker-base docker-image docker-test
+.PHONY: all deps build build-asan build-tsan build-fuzz fuzz test test-long test-all demo bench clean docker-base docker-image docker-test
 
 all: build
 
@@ -34,9 +38,11 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Only what `ctest -L unit` runs (tests/CMakeLists.txt, target unit_tests): the daemon's binary, the
+# simulator's and the benches are not run under ASan, so they are not built there.
 build-asan: deps
 	[ -f $(ASAN_BUILD)/build.ninja ] || cmake --preset asan
-	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target unit_tests
 
 build-tsan: deps
 	[ -f $(TSAN_BUILD)/build.ninja ] || cmake --preset tsan
@@ -54,15 +60,23 @@ build-fuzz: deps
 fuzz: build-fuzz
 	./scripts/fuzz_run.sh $(FUZZ_SECONDS)
 
-# Unit and integration tests in the release build, then the unit tests again under ASan+UBSan, then the
-# engine, transport and membership tests under ThreadSanitizer, then every fuzz target for a short smoke
-# run (FUZZ_SMOKE_SECONDS each, from the committed corpus and regressions).
+# `make test`: the unit tests and the integration tests not labelled `long` in the release build, then
+# the unit tests again under ASan+UBSan, then the engine, transport, membership and parameter-copy tests
+# under ThreadSanitizer. `make test-long`: the slow multi-process tests (label `long`: network namespaces,
+# a real Prometheus, headless Chromium, trainers under kill -9, ...) and every fuzz target for a short
+# smoke run (FUZZ_SMOKE_SECONDS each, from the committed corpus and regressions). `.ci/run` runs both and
+# then the docker tests; `make test-all` runs both here.
 FUZZ_SMOKE_SECONDS ?= 15
-test: build build-asan build-tsan build-fuzz
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+test: build build-asan build-tsan
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 	set -e; for t in $(TSAN_TESTS); do echo "== TSan: $$t"; TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_BUILD)/tests/$$t; done
+
+test-long: build build-fuzz
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
 	./scripts/fuzz_run.sh $(FUZZ_SMOKE_SECONDS)
+
+test-all: test test-long
 
 demo: build
 	./scripts/demo.sh $(GOSSIPD)
