@@ -38,6 +38,7 @@
 #include "engine/checkpoint.h"
 #include "engine/frame.h"
 #include "engine/node_engine.h"
+#include "engine/round_driver.h"
 #include "peer/membership.h"
 #include "peer/zmq_transport.h"
 #include "sim/simulator.h"
@@ -138,6 +139,7 @@ struct NodeRuntime::Impl {
   std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/advertise.h)
   std::unique_ptr<EngineTransport> etransport;
   std::unique_ptr<engine::NodeEngine> engine;
+  std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
   std::unique_ptr<peer::Membership> membership;
   Clock::time_point t0 = Clock::now();
   std::map<PeerId, std::string> endpoints;  // transport destinations we set up
@@ -148,7 +150,6 @@ struct NodeRuntime::Impl {
   enum class Phase { Joining, Syncing, Training, Finishing } phase = Phase::Joining;
   std::string state = "joining";
   std::uint64_t phaseSince = 0;
-  std::uint64_t roundStarted = 0;
   double accuracy = -1;
   double lastLoss = 0;
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
@@ -227,6 +228,7 @@ struct NodeRuntime::Impl {
     if (bridge) {
       if (trainerPlaceholder && !resumed) {  // no checkpoint could be read after all: take a trainer's model
         if (!waitForTrainerModel()) {
+          driver.reset();  // it refers to the engine
           engine.reset();
           return;
         }
@@ -342,6 +344,7 @@ struct NodeRuntime::Impl {
   }
 
   void makeEngine() {
+    driver.reset();  // it refers to the engine being replaced
     auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0.size() ? trainerX0 : training::Vec::Zero(trainerDim),
                                          *trainerCompressor, extGrad)
                        : sim::makeNode(problem->setup, id, incarnation);
@@ -351,6 +354,17 @@ struct NodeRuntime::Impl {
     lo.hello_timeout_ms = c.cluster.link_timeout_ms;
     lo.retransmit_ms = std::max<std::uint64_t>(50, c.cluster.probe_interval_ms);
     engine->enableLinks(lo);
+    // Replica methods begin a round only once every edge the view wants is agreed, in every round and for
+    // every life, not only at a cluster's round 0: a node that began while an edge was still being agreed
+    // ran its rounds alone at compute speed (a node rejoining after a healed 4/4 partition went from round
+    // 31370 to the last, 40000, in under 2 s and left; tests/netns/netns_split.sh). Waiting is bounded: an
+    // edge to a member that died goes with the member.
+    driver = std::make_unique<engine::RoundDriver>(
+        *engine,
+        engine::RoundDriverOptions{.rounds = c.algorithm.rounds,
+                                   .barrier = engine::StartBarrier::EveryRound,
+                                   .roundTimeoutMs = c.algorithm.round_timeout_ms},
+        [this](Round t, std::uint64_t now) { return !bridge || trainerInput(t, now); });
   }
 
   void loadNewestCheckpoint() {
@@ -692,29 +706,25 @@ struct NodeRuntime::Impl {
     }
   }
 
-  // Returns false when the run is over.
+  // Returns false when the run is over. The driver (engine/round_driver.h, set up in makeEngine) decides
+  // when a round begins and ends; this does the node's work around what it reports.
   bool stepTraining(std::uint64_t now) {
-    auto& e = *engine;
-    if (!e.inRound()) {
-      const Round t = e.nextRound();
-      if (t >= c.algorithm.rounds || gStop) return false;
-      // Replica methods begin a round only once every edge the view wants is agreed, in every round and
-      // for every life, not only at a cluster's round 0: a node that began while an edge was still being
-      // agreed ran its rounds alone at compute speed (a node rejoining after a healed 4/4 partition went
-      // from round 31370 to the last, 40000, in under 2 s and left; tests/netns/netns_split.sh). Waiting is
-      // bounded: an edge to a member that died goes with the member.
-      if (!e.readyToBegin(t, now, /*startBarrier=*/true)) return true;
-      if (bridge && !trainerInput(t, now)) return true;
-      e.beginRound(t);
-      roundStarted = now;
-      roundBeganAt = Clock::now();
-      progressed = true;
-      return true;
+    if (!engine->inRound() && gStop) return false;
+    const engine::RoundStep s = driver->step(now);
+    switch (s.event) {
+      case engine::RoundEvent::Finished:
+        return false;
+      case engine::RoundEvent::Waiting:
+        return true;
+      case engine::RoundEvent::Began:
+        roundBeganAt = Clock::now();
+        progressed = true;
+        return true;
+      case engine::RoundEvent::Ended:
+        break;
     }
-    const Round t = e.mixingRound();
-    const bool deadline = e.stateless() && now >= roundStarted + c.algorithm.round_timeout_ms;
-    if (!e.roundReady(t) && !deadline) return true;
-    e.endRound(t);
+    auto& e = *engine;
+    const Round t = s.round;
     if (bridge && !bridge->finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c.algorithm.rounds))
       bridge->modelChanged();  // a round the trainer did not see
     roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
@@ -998,6 +1008,7 @@ struct NodeRuntime::Impl {
       if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
     // New connections to everyone (see onMembership): ours may be stuck behind a link that was cut.
     while (!endpoints.empty()) forgetPeer(endpoints.begin()->first);
+    driver.reset();  // it refers to the engine
     engine.reset();
     rejectedLogged.clear();  // the new engine counts from zero
     etransport = std::make_unique<EngineTransport>(*zmq, traffic);
@@ -1041,10 +1052,7 @@ struct NodeRuntime::Impl {
       if (membership->declaredDead() && phase != Phase::Finishing) rejoinAsNewIncarnation(now);
       // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals
       // are answered once the view is installed instead of being refused).
-      if (phase != Phase::Joining) {
-        engine->drain(engine->mixingRound());
-        engine->tick(now);
-      }
+      if (phase != Phase::Joining) driver->pump(now);
       switch (phase) {
         case Phase::Joining:
           if (gStop) return stop(now, false);

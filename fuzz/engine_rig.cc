@@ -36,6 +36,8 @@ Rig::Rig() {
     net.attach(id);
     transports[id] = std::make_unique<engine::InprocTransport>(net, id);
     engines[id] = makeEngine(id, 0, *transports[id]);
+    drivers[id] = std::make_unique<engine::RoundDriver>(
+        *engines[id], engine::RoundDriverOptions{.barrier = engine::StartBarrier::EveryRound});
     view.push_back({id, 0});
   }
   for (auto& [id, e] : engines) e->setMembers(view, 0, now);
@@ -48,15 +50,9 @@ Rig::Rig() {
 }
 
 void Rig::step(PeerId id) {
-  auto& e = *engines.at(id);
-  e.drain(e.mixingRound());
-  e.tick(now);
-  if (!e.inRound()) {
-    const Round t = e.nextRound();
-    if (e.readyToBegin(t, now, t == 0)) e.beginRound(t);
-    return;
-  }
-  if (e.roundReady(e.mixingRound())) e.endRound(e.mixingRound());
+  auto& d = *drivers.at(id);
+  d.pump(now);
+  d.step(now);
 }
 
 }  // namespace gossip::fuzz

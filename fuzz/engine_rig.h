@@ -8,6 +8,7 @@
 #include "compressors/compressor.h"
 #include "engine/inproc.h"
 #include "engine/node_engine.h"
+#include "engine/round_driver.h"
 #include "training/dataset.h"
 #include "training/model.h"
 #include "training/partition.h"
@@ -16,7 +17,8 @@ namespace gossip::fuzz {
 
 struct Rig {
   Rig();
-  // One cooperative step of node `id`: take frames, run timers, begin or end a round when it can.
+  // One cooperative step of node `id` through its round driver (the daemon's policy: the start barrier in
+  // every round): take frames, run timers, begin or end a round when it can.
   void step(PeerId id);
   // A fresh engine for node 0 (same problem and configuration), for loading checkpoints into.
   std::unique_ptr<engine::NodeEngine> makeEngine(PeerId id, Incarnation inc, engine::Transport& t);
@@ -28,6 +30,7 @@ struct Rig {
   engine::InprocNetwork net;
   std::map<PeerId, std::unique_ptr<engine::InprocTransport>> transports;
   std::map<PeerId, std::unique_ptr<engine::NodeEngine>> engines;
+  std::map<PeerId, std::unique_ptr<engine::RoundDriver>> drivers;
   std::uint64_t now = 0;
 };
 

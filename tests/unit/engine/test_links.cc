@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "engine/inproc.h"
 #include "engine/node_engine.h"
+#include "engine/round_driver.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
@@ -44,6 +45,7 @@ struct Net {
   InprocNetwork net;
   std::map<PeerId, std::unique_ptr<InprocTransport>> transports;
   std::map<PeerId, std::unique_ptr<NodeEngine>> engines;
+  std::map<PeerId, std::unique_ptr<RoundDriver>> drivers;  // linked nodes: the daemon's policy
   std::map<PeerId, Incarnation> incarnations;
   topology::TopologyParams topo;
 
@@ -64,11 +66,15 @@ struct Net {
     transports[id] = std::make_unique<InprocTransport>(net, id);
     auto e = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
                                           *transports[id]);
-    if (linked) e->enableLinks({.topology = topo, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
+    if (linked) {
+      e->enableLinks({.topology = topo, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
+      drivers[id] = std::make_unique<RoundDriver>(*e, RoundDriverOptions{.barrier = StartBarrier::EveryRound});
+    }
     incarnations[id] = inc;
     return *(engines[id] = std::move(e));
   }
   void crash(PeerId id) {
+    drivers.erase(id);
     engines.erase(id);
     transports.erase(id);
     net.detach(id);
@@ -97,21 +103,14 @@ std::map<PeerId, training::Vec> runSync(Problem& p, const std::string& algorithm
   return out;
 }
 
-// One cooperative step of a linked node: take frames, run timers, begin or end a round when it can.
-// Returns true when it made progress on a round.
-bool step(NodeEngine& e, std::uint64_t now, Round rounds, bool barrier) {
-  e.drain(e.mixingRound());
-  e.tick(now);
-  if (!e.inRound()) {
-    const Round t = e.nextRound();
-    if (t >= rounds || !e.readyToBegin(t, now, barrier && t == 0)) return false;
-    e.beginRound(t);
-    return true;
-  }
-  const Round t = e.mixingRound();
-  if (!e.roundReady(t)) return false;
-  e.endRound(t);
-  return true;
+// One cooperative step of a linked node through its round driver (the daemon's policy: the start barrier
+// in every round): take frames, run timers, begin or end a round when it can. No round begins at or past
+// `rounds` (the goal of the test's current phase).
+void step(RoundDriver& d, std::uint64_t now, Round rounds) {
+  d.pump(now);
+  const auto& e = d.engine();
+  if (!e.inRound() && e.nextRound() >= rounds) return;
+  d.step(now);
 }
 
 // Steps random nodes until all reach `rounds` (or `limit` sweeps pass: a hang fails the test).
@@ -132,11 +131,11 @@ void runLinked(Net& n, Rng& rng, Round rounds, std::uint64_t& now, std::uint64_t
       }
     }
     REQUIRE_MESSAGE(sweep < limit, "linked nodes did not reach round ", rounds);
-    std::vector<NodeEngine*> order;
-    for (auto& [id, e] : n.engines) order.push_back(e.get());
+    std::vector<RoundDriver*> order;
+    for (auto& [id, d] : n.drivers) order.push_back(d.get());
     for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng.below(k)]);
-    for (auto* e : order)
-      if (rng.uniform() < 0.7) step(*e, now, rounds, true);
+    for (auto* d : order)
+      if (rng.uniform() < 0.7) step(*d, now, rounds);
     ++now;
   }
 }
@@ -188,7 +187,7 @@ TEST_CASE("linked mode under churn: crashes, a restart and a join seen at differ
     for (auto& [id, e] : n.engines) {
       e->setMembers(later, e->nextRound(), now);
       for (int k = 0; k < 50; ++k)
-        for (auto& [jd, f] : n.engines) step(*f, now++, 1000, false);
+        for (auto& [jd, d] : n.drivers) step(*d, now++, 1000);
     }
     // Node 6 joins and node 2 restarts (a new incarnation); again seen one node at a time.
     n.add(6, 0, true);
@@ -201,7 +200,7 @@ TEST_CASE("linked mode under churn: crashes, a restart and a join seen at differ
       if (id == 2 || id == 6) continue;
       e->setMembers(later, e->nextRound(), now);
       for (int k = 0; k < 50; ++k)
-        for (auto& [jd, f] : n.engines) step(*f, now++, 1000, false);
+        for (auto& [jd, d] : n.drivers) step(*d, now++, 1000);
     }
     Round top = 0;
     for (auto& [id, e] : n.engines) top = std::max(top, e->nextRound());
