@@ -241,6 +241,8 @@ struct NodeRuntime::Impl {
     makeMembership();
     if (http) {
       writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
+      http->publish("/loglevel", "application/json", loggers->levelsJson() + "\n");
+      http->onPut("/loglevel", [this](std::string_view query) { return putLogLevel(query); });
       http->start();
       publishDashboard(*http);
       writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
@@ -248,6 +250,16 @@ struct NodeRuntime::Impl {
     nodeLog->info("incarnation {} listening on {}{}{}{}", incarnation, zmq->endpoint(),
                   advertised != zmq->endpoint() ? " as " + advertised : "", http ? ", http " + http->url() : "",
                   resumed ? ", resumed at round " + std::to_string(resumeRound) : "");
+  }
+
+  // PUT /loglevel?level=L[&logger=NAME] (docs/daemon.md#logging), on the HTTP server's thread: the
+  // loggers' levels are atomics and the Loggers object is otherwise immutable, so no lock is needed.
+  HttpServer::Answer putLogLevel(std::string_view query) {
+    const auto a = logging::applyLevelRequest(*loggers, query);
+    if (a.status != 200) return {a.status, a.body};
+    http->publish("/loglevel", "application/json", a.body);
+    nodeLog->info("log levels set by PUT /loglevel?{}: {}", query, loggers->levelsJson());
+    return {a.status, a.body};
   }
 
   void setupData() {

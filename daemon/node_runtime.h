@@ -27,7 +27,8 @@
 // node.keep_checkpoints), model.npy + model.json (the model at every checkpoint and at the end).
 //
 // Logging (daemon/log.h): lines go to the loggers "node" (lifecycle, rounds), "membership" (member
-// events), "bridge" and "http" (docs/daemon.md#logging).
+// events), "bridge" and "http"; with an HTTP server on a loopback address, PUT /loglevel changes their
+// levels while the node runs (docs/daemon.md#logging).
 #include <memory>
 
 #include "daemon/config.h"
