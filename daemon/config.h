@@ -52,6 +52,9 @@ inline constexpr std::array<std::string_view, 4> kModelKinds{"softmax", "logisti
 inline constexpr std::array<std::string_view, 4> kDataFormats{"idx", "libsvm", "csv", "synthetic"};
 inline constexpr std::array<std::string_view, 3> kScalings{"none", "minmax", "standardize"};
 inline constexpr std::array<std::string_view, 3> kPartitions{"iid", "label_sorted", "dirichlet"};
+// node.log_level and node.log_format (daemon/log.h parses them; the test checks the lists agree).
+inline constexpr std::array<std::string_view, 6> kLogLevels{"info", "trace", "debug", "warn", "error", "off"};
+inline constexpr std::array<std::string_view, 2> kLogFormats{"text", "json"};
 inline constexpr std::array<std::string_view, 2> kTrainerModes{"model", "gradient"};
 // Methods that can mix a model the trainer stepped itself (trainer.mode = "model", docs/trainer.md): the
 // exact methods need the gradient inside their update.
@@ -69,6 +72,9 @@ struct NodeConfig {
   std::string data_dir = "./gossipd-data";   // checkpoints and keys of this node
   std::uint64_t checkpoint_every = 100;      // run: rounds between checkpoints (0 = only at exit)
   std::uint32_t keep_checkpoints = 3;        // run: newest checkpoints kept
+  std::string log_level = "info";            // run: every logger's level (daemon/log.h)
+  std::string log_levels;                    // run: per-logger overrides, "membership=debug,engine=warn"
+  std::string log_format = "text";           // run: text | json (JSON lines)
 };
 
 struct ClusterConfig {

@@ -31,6 +31,9 @@ const KeySpec kSchema[] = {
     K(node, data_dir),
     K(node, checkpoint_every, Range::atLeast(0)),
     K(node, keep_checkpoints, Range::atLeast(1)),
+    K(node, log_level, {}, choicesOf<kLogLevels>),
+    K(node, log_levels),  // checked with logging::parseOverrides in validate()
+    K(node, log_format, {}, choicesOf<kLogFormats>),
 
     K(cluster, nodes, Range::closed(1, kMaxNodes)),
     K(cluster, topology),  // checked with topology::parseKind in validate()

@@ -11,6 +11,7 @@
 #include "daemon/config.h"
 #include "daemon/config_schema.h"
 #include "daemon/http_address.h"
+#include "daemon/log.h"
 
 namespace gossip::daemon {
 namespace {
@@ -98,6 +99,8 @@ void checkNode(const Config& c, std::vector<std::string>& p) {
     if (c.cluster.seeds[i].empty()) p.push_back("cluster.seeds[" + std::to_string(i) + "] must not be empty");
   if (c.security.enable && c.security.keys_dir.empty())
     p.push_back("security.keys_dir is required when security.enable = true");
+  if (const auto o = logging::parseOverrides(c.node.log_levels); !o.error.empty())
+    p.push_back("node.log_levels: " + o.error + " (got " + inQuotes(c.node.log_levels) + ")");
   if (c.cluster.probe_timeout_ms >= c.cluster.probe_interval_ms)
     p.push_back("cluster.probe_timeout_ms must be below cluster.probe_interval_ms (got " +
                 std::to_string(c.cluster.probe_timeout_ms) + " >= " + std::to_string(c.cluster.probe_interval_ms) + ")");

@@ -4,7 +4,7 @@
 #include "daemon/http_server.h"
 
 #include <csignal>
-#include <cstdio>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -44,6 +44,10 @@ class Session;
 struct HttpServer::Impl {
   HttpAddress address;
   std::uint16_t port = 0;
+  bool loopback = false;
+  logging::Logger log;
+  // PUT handlers: written before start(), then only read by the server thread.
+  std::map<std::string, std::function<HttpServer::Answer(std::string_view)>, std::less<>> putHandlers;
   // io is destroyed last and on purpose (see stop): destroying it destroys the sessions its pending
   // handlers own, and a session's destructor updates `open` below.
   std::unique_ptr<net::io_context> io = std::make_unique<net::io_context>(1);
@@ -109,21 +113,33 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     version_ = req.version();
     const bool head = req.method() == http::verb::head;
-    if (req.method() != http::verb::get && !head)
-      return reply(http::status::method_not_allowed, "only GET and HEAD\n", req.keep_alive(), false, true);
     std::string_view path(req.target().data(), req.target().size());
-    path = path.substr(0, path.find('?'));
+    const auto q = path.find('?');
+    const std::string_view query = q == std::string_view::npos ? std::string_view() : path.substr(q + 1);
+    path = path.substr(0, q);
+    const auto put = server_.putHandlers.find(path);
+    const bool canPut = put != server_.putHandlers.end();
+    if (req.method() == http::verb::put && canPut) {
+      if (!server_.loopback)
+        return reply(http::status::forbidden, "PUT is served only when node.http is a loopback address\n", req.keep_alive());
+      const HttpServer::Answer a = put->second(query);
+      return reply(static_cast<http::status>(a.status), a.body, req.keep_alive());
+    }
+    if (req.method() != http::verb::get && !head)
+      return reply(http::status::method_not_allowed, canPut ? "only GET, HEAD and PUT\n" : "only GET and HEAD\n",
+                   req.keep_alive(), false, canPut ? "GET, HEAD, PUT" : "GET, HEAD");
     const auto p = server_.page(path);
     if (!p) return reply(http::status::not_found, "not found; try /, /metrics, /status or /cluster\n", req.keep_alive(), head);
     respond(http::status::ok, p->type, p->body, req.keep_alive(), head);
   }
 
-  void reply(http::status status, std::string body, bool keepAlive = false, bool head = false, bool allow = false) {
+  void reply(http::status status, std::string body, bool keepAlive = false, bool head = false,
+             const char* allow = nullptr) {
     respond(status, "text/plain; charset=utf-8", text(std::move(body)), keepAlive, head, allow);
   }
 
   void respond(http::status status, const std::string& type, std::shared_ptr<const std::string> body,
-               bool keepAlive, bool head, bool allow = false) {
+               bool keepAlive, bool head, const char* allow = nullptr) {
     held_ = std::move(body);
     res_ = {};
     res_.version(version_);
@@ -131,7 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.set(http::field::server, "gossipd");
     res_.set(http::field::content_type, type);
     res_.set(http::field::cache_control, "no-store");
-    if (allow) res_.set(http::field::allow, "GET, HEAD");
+    if (allow) res_.set(http::field::allow, allow);
     res_.keep_alive(keepAlive);
     res_.content_length(held_->size());
     // HEAD: the same headers (Content-Length of the page), no body.
@@ -206,13 +222,15 @@ void HttpServer::Impl::accept() {
   });
 }
 
-HttpServer::HttpServer(const HttpAddress& address) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(const HttpAddress& address, logging::Logger log) : impl_(std::make_unique<Impl>()) {
   impl_->address = address;
+  impl_->log = log ? std::move(log) : logging::nullLogger("http");
   const std::string where = (address.ip.find(':') != std::string::npos ? "[" + address.ip + "]" : address.ip) + ":" +
                             std::to_string(address.port);
   beast::error_code ec;
   const auto ip = net::ip::make_address(address.ip, ec);
   if (ec) throw ConfigError("node.http: '" + address.ip + "' is not an IP address");
+  impl_->loopback = ip.is_loopback();
   const tcp::endpoint ep(ip, address.port);
   impl_->acceptor.emplace(*impl_->io);
   impl_->retry.emplace(*impl_->io);
@@ -240,6 +258,13 @@ void HttpServer::publish(const std::string& path, std::string contentType, std::
   impl_->pages[path] = std::move(p);  // the old page lives on in any request still writing it
 }
 
+void HttpServer::onPut(const std::string& path, std::function<Answer(std::string_view)> handler) {
+  GOSSIP_CHECK(!impl_->started, "HttpServer::onPut after start()");
+  impl_->putHandlers[path] = std::move(handler);
+}
+
+bool HttpServer::loopback() const { return impl_->loopback; }
+
 void HttpServer::start() {
   if (impl_->started || impl_->stopped) return;
   impl_->started = true;
@@ -256,7 +281,7 @@ void HttpServer::start() {
         impl_->io->run();
         return;
       } catch (const std::exception& e) {  // a handler threw (e.g. out of memory): log and keep serving
-        std::fprintf(stderr, "http server: %s\n", e.what());
+        impl_->log->error("http server: {}", e.what());
       }
     }
   });

@@ -29,6 +29,7 @@
 #include "daemon/drift_watch.h"
 #include "daemon/http_address.h"
 #include "daemon/http_server.h"
+#include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
@@ -127,6 +128,10 @@ struct NodeRuntime::Impl {
   PeerId id;
   fs::path dir;
   Incarnation incarnation = 0;
+  // Loggers (daemon/log.h): the node's lifecycle and rounds, and the members' events.
+  std::shared_ptr<logging::Loggers> loggers;
+  logging::Logger nodeLog = loggers->get("node");
+  logging::Logger memberLog = loggers->get("membership");
   std::unique_ptr<SimProblem> problem;
   // The periodic evaluations use the first monitor.eval_test_max test rows (cheap, every eval_every
   // rounds); the last round's model is evaluated once on the whole test set, the number a user of this
@@ -194,7 +199,8 @@ struct NodeRuntime::Impl {
   double roundsPerSecond = 0;
   std::mt19937_64 gossipRng{deriveSeed({c.cluster.seed, id, 0x57A7ull})};
 
-  explicit Impl(Config config) : c(std::move(config)), id(c.node.id), dir(c.node.data_dir) {
+  Impl(Config config, std::shared_ptr<logging::Loggers> logs)
+      : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
     // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
     std::error_code ec;
     fs::create_directories(dir / "checkpoints", ec);
@@ -204,8 +210,7 @@ struct NodeRuntime::Impl {
     if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, id));
     zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen, zo);
     if (c.security.enable)
-      std::printf("node %u: CurveZMQ on, %zu keys listed; self-test: an unlisted key was refused\n", id,
-                  zo.curve->allowed.size());
+      nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused", zo.curve->allowed.size());
     advertised = advertisedEndpoint(c.node, zmq->endpoint());
     // Published at once: a launcher starts the other nodes with this address while we load our data
     // (their joins are retried with backoff until our membership runs).
@@ -214,7 +219,7 @@ struct NodeRuntime::Impl {
     if (!c.node.http.empty()) {
       const auto addr = parseHttpAddress(c.node.http);
       if (!addr) throw ConfigError("node.http: cannot parse '" + c.node.http + "' (expected HOST:PORT)");
-      http = std::make_unique<HttpServer>(*addr);
+      http = std::make_unique<HttpServer>(*addr, loggers->get("http"));
     }
     readIncarnation();
     if (c.trainer.enable) {
@@ -242,15 +247,25 @@ struct NodeRuntime::Impl {
     makeMembership();
     if (http) {
       writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
+      http->publish("/loglevel", "application/json", loggers->levelsJson() + "\n");
+      http->onPut("/loglevel", [this](std::string_view query) { return putLogLevel(query); });
       http->start();
       publishDashboard(*http);
       writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
     }
-    std::printf("node %u: incarnation %llu listening on %s%s%s%s\n", id, static_cast<unsigned long long>(incarnation),
-                zmq->endpoint().c_str(), advertised != zmq->endpoint() ? (" as " + advertised).c_str() : "",
-                http ? (", http " + http->url()).c_str() : "",
-                resumed ? (", resumed at round " + std::to_string(resumeRound)).c_str() : "");
-    std::fflush(stdout);
+    nodeLog->info("incarnation {} listening on {}{}{}{}", incarnation, zmq->endpoint(),
+                  advertised != zmq->endpoint() ? " as " + advertised : "", http ? ", http " + http->url() : "",
+                  resumed ? ", resumed at round " + std::to_string(resumeRound) : "");
+  }
+
+  // PUT /loglevel?level=L[&logger=NAME] (docs/daemon.md#logging), on the HTTP server's thread: the
+  // loggers' levels are atomics and the Loggers object is otherwise immutable, so no lock is needed.
+  HttpServer::Answer putLogLevel(std::string_view query) {
+    const auto a = logging::applyLevelRequest(*loggers, query);
+    if (a.status != 200) return {a.status, a.body};
+    http->publish("/loglevel", "application/json", a.body);
+    nodeLog->info("log levels set by PUT /loglevel?{}: {}", query, loggers->levelsJson());
+    return {a.status, a.body};
   }
 
   void setupData() {
@@ -263,10 +278,9 @@ struct NodeRuntime::Impl {
     problem = buildSimProblem(pc, &only);
     if (const auto& a = problem->auto_step) {
       // Every daemon computes the same number from the shared data (daemon/sim_setup.cc, agreeOnStep).
-      std::printf("node %u: automatic step lr = %.6g (%s; the largest L over the %zu nodes' shards: %.6g for the "
-                  "whole local objective, %.6g per sample)\n",
-                  id, a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
-      std::fflush(stdout);
+      nodeLog->info("automatic step lr = {:.6g} ({}; the largest L over the {} nodes' shards: {:.6g} for the "
+                    "whole local objective, {:.6g} per sample)",
+                    a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
     }
     if (problem->test) {
       fullTest = std::move(*problem->test);
@@ -290,6 +304,7 @@ struct NodeRuntime::Impl {
     o.rounds = c.algorithm.rounds;
     o.idle_timeout_ms = c.trainer.idle_timeout_ms;
     o.copy_threads = c.trainer.copy_threads;
+    o.log = loggers->get("bridge");
     bridge = std::make_unique<TrainerBridge>(o);
     trainerCompressor = compress::makeCompressor(c.compressor);
     // The method's own checks (e.g. LEAD refusing a biased compressor) on a throwaway node, so that a bad
@@ -311,8 +326,7 @@ struct NodeRuntime::Impl {
   }
 
   bool waitForTrainerModel() {
-    std::printf("node %u: waiting for a trainer to attach at %s (docs/trainer.md)\n", id, bridge->endpoint().c_str());
-    std::fflush(stdout);
+    nodeLog->info("waiting for a trainer to attach at {} (docs/trainer.md)", bridge->endpoint());
     for (std::uint64_t note = msSince(t0) + 30000;;) {
       if (gStop) return false;
       const std::uint64_t now = msSince(t0);
@@ -324,8 +338,7 @@ struct NodeRuntime::Impl {
         return true;
       }
       if (now >= note) {
-        std::printf("node %u: still waiting for a trainer at %s\n", id, bridge->endpoint().c_str());
-        std::fflush(stdout);
+        nodeLog->info("still waiting for a trainer at {}", bridge->endpoint());
         note = now + 30000;
       }
       bridge->waitReadable(100);
@@ -391,7 +404,7 @@ struct NodeRuntime::Impl {
         resumeRound = next;
         return;
       } catch (const std::exception& e) {
-        std::printf("node %u: skipping checkpoint %s: %s\n", id, f.string().c_str(), e.what());
+        nodeLog->warn("skipping checkpoint {}: {}", f.string(), e.what());
       }
     }
   }
@@ -453,7 +466,7 @@ struct NodeRuntime::Impl {
       zmq->addPeer(peer, endpoint);
       endpoints[peer] = endpoint;
     } catch (const IoError& e) {
-      std::printf("node %u: cannot connect to member %u at '%s': %s\n", id, peer, endpoint.c_str(), e.what());
+      memberLog->warn("cannot connect to member {} at '{}': {}", peer, endpoint, e.what());
     }
   }
 
@@ -626,10 +639,8 @@ struct NodeRuntime::Impl {
       // Wall-clock milliseconds on event lines: fault scripts measure detection times across processes.
       const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
-      std::printf("node %u: member %u (incarnation %llu) %s [t=%lld]\n", id, e.id,
-                  static_cast<unsigned long long>(e.incarnation), what, static_cast<long long>(wall));
+      memberLog->info("member {} (incarnation {}) {} [t={}]", e.id, e.incarnation, what, static_cast<long long>(wall));
     }
-    std::fflush(stdout);
     for (const auto& m : membership->members()) {
       if (m.id == id) continue;
       if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
@@ -643,8 +654,8 @@ struct NodeRuntime::Impl {
     if (phase == Phase::Joining || phase == Phase::Finishing) return;
     engine->setMembers(membership->alive(), engine->nextRound(), now);
     if (engine->graphFallback())
-      std::printf("node %u: %s cannot serve %zu members; using the fallback graph (docs/daemon.md)\n", id,
-                  c.cluster.topology.c_str(), membership->alive().size());
+      nodeLog->warn("{} cannot serve {} members; using the fallback graph (docs/daemon.md)", c.cluster.topology,
+                    membership->alive().size());
   }
 
   bool lateStarter() const { return resumed || incarnation > 0 || id >= c.cluster.nodes; }
@@ -654,9 +665,7 @@ struct NodeRuntime::Impl {
     state = "training";
     engine->setMembers(membership->alive(), first, now);
     engine->holdEdges(false, now);
-    std::printf("node %u: training from round %llu with %zu members\n", id, static_cast<unsigned long long>(first),
-                membership->alive().size());
-    std::fflush(stdout);
+    nodeLog->info("training from round {} with {} members", first, membership->alive().size());
   }
 
   void stepJoining(std::uint64_t now) {
@@ -691,7 +700,7 @@ struct NodeRuntime::Impl {
       // neighbours were at 9909, and stopped). The cut-off node itself rejoins too and so comes back down.
       const Round next = rejoined ? std::min(*r, resumeRound) : *r;
       if (bridge) bridge->modelChanged();  // the neighbour's model replaced ours
-      std::printf("node %u: state transfer done, continuing at round %llu\n", id, static_cast<unsigned long long>(next));
+      nodeLog->info("state transfer done, continuing at round {}", next);
       return startTraining(next, now);
     }
     if (now > stateAskedAt + 500) {
@@ -701,7 +710,7 @@ struct NodeRuntime::Impl {
       stateAskedAt = now;
     }
     if (now > phaseSince + 5000) {
-      std::printf("node %u: no state transfer within 5 s, starting from its own model\n", id);
+      nodeLog->warn("no state transfer within 5 s, starting from its own model");
       startTraining(resumed ? resumeRound : 0, now);
     }
   }
@@ -732,15 +741,14 @@ struct NodeRuntime::Impl {
     lastDisagreement = e.node().disagreement();
     const double gamma = e.node().algorithm().consensusStep();
     if (gamma != lastGamma && std::isfinite(gamma) && std::isfinite(lastGamma)) {  // CHOCO halved its step
-      std::printf("node %u: consensus step gamma %.6g -> %.6g at round %llu (this node's disagreement kept growing)\n",
-                  id, lastGamma, gamma, static_cast<unsigned long long>(t + 1));
-      std::fflush(stdout);
+      nodeLog->info("consensus step gamma {:.6g} -> {:.6g} at round {} (this node's disagreement kept growing)",
+                    lastGamma, gamma, t + 1);
     }
     lastGamma = gamma;
     if (const auto w = drift.afterRound(t + 1, lastDisagreement, e.node().algorithm().x())) {
-      std::printf("node %u: warning: %s\n", id, w->c_str());
-      std::fflush(stdout);
+      nodeLog->warn("warning: {}", *w);  // "warning: " kept: tests/integration/drift_warning.sh counts the lines
     }
+    nodeLog->debug("round {} mixed: loss {:.4f}, disagreement {:.4g}", t + 1, lastLoss, lastDisagreement);
     afterRound(t + 1);
     progressed = true;
     return true;
@@ -969,30 +977,25 @@ struct NodeRuntime::Impl {
         what += (what.empty() ? "" : ", ") + reason + " " + std::to_string(fresh);
       }
       if (total)
-        std::printf("node %u: rejected %llu frames from peer %u in the last minute (%s)\n", id,
-                    static_cast<unsigned long long>(total), peer, what.c_str());
+        nodeLog->warn("rejected {} frames from peer {} in the last minute ({})", total, peer, what);
       rejectedLogged[peer] = reasons;
     }
-    std::fflush(stdout);
   }
 
   void progress(std::uint64_t now) {
     if (now < nextProgress) return;
     nextProgress = now + c.monitor.progress_every_ms;
     const auto& st = engine->stats();
-    std::printf("node %u: round %llu/%llu  loss %.4f", id, static_cast<unsigned long long>(engine->nextRound()),
-                static_cast<unsigned long long>(c.algorithm.rounds), lastLoss);
-    if (accuracy >= 0) std::printf("  acc %.1f%%", 100 * accuracy);
-    std::printf("  alive %zu  neighbors %zu  sent %.2f MB  [%s%s]\n", membership->alive().size(), engine->links().size(),
-                static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state.c_str(),
-                bridge ? (", trainer " + bridge->stateName(now)).c_str() : "");
-    std::fflush(stdout);
+    nodeLog->info("round {}/{}  loss {:.4f}{}  alive {}  neighbors {}  sent {:.2f} MB  [{}{}]", engine->nextRound(),
+                  c.algorithm.rounds, lastLoss, accuracy >= 0 ? fmt::format("  acc {:.1f}%", 100 * accuracy) : "",
+                  membership->alive().size(), engine->links().size(),
+                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state,
+                  bridge ? ", trainer " + bridge->stateName(now) : "");
   }
 
   // Someone declared this life dead: go on as a new incarnation with the same model and no edges.
   void rejoinAsNewIncarnation(std::uint64_t now) {
-    std::printf("node %u: declared dead by the cluster; rejoining as incarnation %llu\n", id,
-                static_cast<unsigned long long>(incarnation + 1));
+    nodeLog->warn("declared dead by the cluster; rejoining as incarnation {}", incarnation + 1);
     noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
     Bytes saved;
     ByteWriter w(saved);
@@ -1027,7 +1030,7 @@ struct NodeRuntime::Impl {
 
   int run() {
     if (!engine) {
-      std::printf("node %u: stopped before a trainer attached\n", id);
+      nodeLog->info("stopped before a trainer attached");
       return 0;
     }
     phaseSince = 0;
@@ -1074,9 +1077,8 @@ struct NodeRuntime::Impl {
             }
             checkpoint(engine->nextRound());
             finishDeadline = now + 2 * c.cluster.link_timeout_ms + c.algorithm.round_timeout_ms;
-            std::printf("node %u: %s at round %llu; waiting for neighbours to acknowledge the last frames\n", id,
-                        state.c_str(), static_cast<unsigned long long>(engine->nextRound()));
-            std::fflush(stdout);
+            nodeLog->info("{} at round {}; waiting for neighbours to acknowledge the last frames", state,
+                          engine->nextRound());
           }
           break;
         case Phase::Finishing: {
@@ -1118,18 +1120,24 @@ struct NodeRuntime::Impl {
     }
     writeStatus(msSince(t0), true);
     const auto& st = engine->stats();
-    std::printf("node %u: %s at round %llu, loss %.4f%s, sent %.2f MB\n", id, state.c_str(),
-                static_cast<unsigned long long>(engine->nextRound()), lastLoss,
-                accuracy >= 0 ? (", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
-                                 (accuracySamples ? " (" + std::to_string(accuracySamples) + " test samples)" : "")).c_str()
-                              : "",
-                static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6);
-    std::fflush(stdout);
+    nodeLog->info("{} at round {}, loss {:.4f}{}, sent {:.2f} MB", state, engine->nextRound(), lastLoss,
+                  accuracy >= 0 ? ", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
+                                      (accuracySamples ? " (" + std::to_string(accuracySamples) + " test samples)" : "")
+                                : "",
+                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6);
     return 0;
   }
 };
 
-NodeRuntime::NodeRuntime(Config config) : impl_(std::make_unique<Impl>(std::move(config))) {}
+logging::Options loggerOptions(const NodeConfig& node) {
+  return {.level = node.log_level, .levels = node.log_levels, .format = logging::parseFormat(node.log_format),
+          .node = node.id};
+}
+
+NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers) {
+  if (!loggers) loggers = std::make_shared<logging::Loggers>(loggerOptions(config.node));
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers));
+}
 NodeRuntime::~NodeRuntime() = default;
 int NodeRuntime::run() { return impl_->run(); }
 

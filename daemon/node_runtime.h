@@ -25,16 +25,22 @@
 // Files in node.data_dir: incarnation (the life counter), endpoint (the bound address), status.json
 // (rewritten every monitor.status_every_ms), checkpoints/ckpt-<round>.gsc (the newest
 // node.keep_checkpoints), model.npy + model.json (the model at every checkpoint and at the end).
+//
+// Logging (daemon/log.h): lines go to the loggers "node" (lifecycle, rounds), "membership" (member
+// events), "bridge" and "http"; with an HTTP server on a loopback address, PUT /loglevel changes their
+// levels while the node runs (docs/daemon.md#logging).
 #include <memory>
 
 #include "daemon/config.h"
+#include "daemon/log.h"
 
 namespace gossip::daemon {
 
 class NodeRuntime {
  public:
   // Builds everything and binds the listen address; ConfigError/DataError/IoError on bad input.
-  explicit NodeRuntime(Config config);
+  // Without loggers, builds them from config.node (loggerOptions) writing to stdout.
+  explicit NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers = nullptr);
   ~NodeRuntime();
   // Runs until the last round or SIGTERM/SIGINT; returns the process exit code.
   int run();
@@ -43,6 +49,9 @@ class NodeRuntime {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// node.log_level, node.log_levels and node.log_format, with the node's id on every line.
+logging::Options loggerOptions(const NodeConfig& node);
 
 // Installs SIGTERM/SIGINT handlers that ask every NodeRuntime::run to stop cleanly.
 void installStopSignals();

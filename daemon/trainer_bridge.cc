@@ -127,6 +127,7 @@ struct TrainerBridge::Impl {
   std::uint64_t lastPoll = 0;  // ms of the last poll()
 
   explicit Impl(TrainerBridgeOptions opts) : o(std::move(opts)) {
+    if (!o.log) o.log = logging::nullLogger("bridge");
     const std::string path = (o.data_dir / "trainer.sock").string();
     if (path.size() >= sizeof(sockaddr_un{}.sun_path))
       throw ConfigError("node.data_dir: '" + o.data_dir.string() + "' is too long for the trainer socket (" +
@@ -169,8 +170,7 @@ struct TrainerBridge::Impl {
 
   void detach(const char* why) {
     if (!trainer) return;
-    std::printf("node %u: trainer detached (%s); following the neighbours with the last model\n", o.node, why);
-    std::fflush(stdout);
+    o.log->warn("trainer detached ({}); following the neighbours with the last model", why);
     trainer.reset();
     pending = Op::None;
     serving.clear();
@@ -232,7 +232,7 @@ struct TrainerBridge::Impl {
                    "trainer has " + std::to_string(dim) + " parameters, the daemon's model has " + std::to_string(model->size()));
     if (trainer && trainer->identity != id) {
       if (pending != Op::None || !serving.empty()) error(trainer->identity, BridgeError::Replaced, "replaced by another trainer");
-      std::printf("node %u: trainer replaced by a new attach\n", o.node);
+      o.log->info("trainer replaced by a new attach");
     }
     pending = Op::None;
     serving.clear();
@@ -254,9 +254,8 @@ struct TrainerBridge::Impl {
     ++stats.attaches;
     current = false;
     if (model) writeModel(*model);
-    std::printf("node %u: trainer attached (pid %lld, %llu parameters, %s)%s\n", o.node, trainer->pid,
-                static_cast<unsigned long long>(dim), dtype.c_str(), model ? ", given the current model" : ", asked for the initial model");
-    std::fflush(stdout);
+    o.log->info("trainer attached (pid {}, {} parameters, {}){}", trainer->pid, dim, dtype,
+                model ? ", given the current model" : ", asked for the initial model");
     send(id, {{"op", "attached"},
               {"node", o.node},
               {"nodes", o.nodes},

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/types.h"
+#include "daemon/log.h"
 #include "training/dataset.h"
 
 namespace gossip::daemon {
@@ -40,6 +41,7 @@ struct TrainerBridgeOptions {
   Round rounds = 0;
   std::uint32_t idle_timeout_ms = 60000;
   std::uint32_t copy_threads = 0;  // threads for the parameter copies, 0 = the machine's cores up to 4
+  logging::Logger log;             // attaches and detaches; null = none (the runtime passes "bridge")
 };
 
 struct TrainerStats {

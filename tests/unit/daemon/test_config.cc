@@ -10,6 +10,7 @@
 #include <string>
 
 #include "algorithms/algorithm.h"
+#include "daemon/log.h"
 #include "tests/unit/daemon/config_test_util.h"
 
 namespace gossip::daemon {
@@ -240,6 +241,36 @@ TEST_CASE("docs/config.md documents exactly the keys toJson reports") {
   for (auto sec = j.begin(); sec != j.end(); ++sec)
     for (auto key = sec->begin(); key != sec->end(); ++key) actual.insert(sec.key() + "." + key.key());
   CHECK(documented == actual);
+}
+
+TEST_CASE("node.log_level, node.log_levels and node.log_format: defaults, good values, bad values") {
+  const Config d = parseConfig("", "test.toml", {});
+  CHECK(d.node.log_level == "info");
+  CHECK(d.node.log_levels.empty());
+  CHECK(d.node.log_format == "text");
+  // The config's lists and the logging module's parsers agree, name for name.
+  for (auto name : kLogLevels) CHECK_MESSAGE(logging::parseLevel(name), name);
+  CHECK(kLogLevels.size() == logging::kLevelNames.size());
+  for (auto name : kLogFormats) CHECK_NOTHROW((void)logging::parseFormat(name));
+
+  const Config f = parseConfig("[node]\nlog_level = \"debug\"\nlog_levels = \"membership=trace, engine=warn\"\n"
+                               "log_format = \"json\"\n",
+                               "test.toml", {});
+  CHECK(f.node.log_level == "debug");
+  CHECK(f.node.log_levels == "membership=trace, engine=warn");
+  CHECK(f.node.log_format == "json");
+  const Config s = parseConfig("", "test.toml", {"node.log_level=off", "node.log_levels=http=error,bridge=debug"});
+  CHECK(s.node.log_level == "off");
+  CHECK(s.node.log_levels == "http=error,bridge=debug");
+
+  checkFails("[node]\nlog_level = \"verbose\"\n", {}, "node.log_level must be one of info, trace, debug, warn, error, off");
+  checkFails("", {"node.log_level=warning"}, "(got 'warning')");
+  checkFails("[node]\nlog_level = 3\n", {}, "node.log_level: expected a string");
+  checkFails("", {"node.log_format=xml"}, "node.log_format must be one of text, json (got 'xml')");
+  checkFails("", {"node.log_levels=membrship=debug"}, "node.log_levels: unknown logger 'membrship' (loggers: node,");
+  checkFails("", {"node.log_levels=membership=loud"}, "node.log_levels: 'membership=loud': the level must be one of");
+  checkFails("", {"node.log_levels=membership"}, "node.log_levels: 'membership' is not logger=level");
+  checkFails("", {"node.log_levels=engine=warn,,http=debug"}, "node.log_levels: '' is not logger=level");
 }
 
 TEST_CASE("lrSchedule follows the documented closed forms") {
