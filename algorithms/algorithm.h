@@ -153,6 +153,10 @@ class Algorithm {
 
   // Sum of the edge-decomposed dual d_i (LEAD family), for invariant checks; empty otherwise.
   virtual const Vec* dual() const { return nullptr; }
+  // This node's share e_ij of the dual on its edge to neighbour j (LEAD family), for invariant checks
+  // (e_ij = -e_ji once both ends mixed the same rounds; tests/unit/engine/protocol_harness.h); null when
+  // there is no such edge or the method keeps no dual. Read-only.
+  virtual const Vec* edgeDual(PeerId /*j*/) const { return nullptr; }
 
   // Disagreement with the neighbours in the last apply(): || y_i - sum_j w_ij y_j ||_2 = || sum_j w_ij (y_i - y_j) ||
   // over the row's neighbours whose values were mixed, where y is what this method mixes: the decoded model for

@@ -40,6 +40,10 @@ class PrimalDual final : public Algorithm {
   std::vector<EdgeKey> edges() const override;
   std::size_t edgeCount() const override { return edges_.size(); }
   const Vec* dual() const override { return &d_; }
+  const Vec* edgeDual(PeerId j) const override {
+    const auto it = edges_.find(j);
+    return it == edges_.end() ? nullptr : &it->second.e;
+  }
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
 

@@ -243,6 +243,13 @@ void NodeEngine::tick(std::uint64_t nowMs) {
 }
 
 void NodeEngine::retire(PeerId id, Link& l) {
+  // A link never scheduled sent no frames. It must not replace the record of an earlier edge to the same
+  // peer life, whose last frames may still wait for their ack: after the peer closed that edge, `tick`
+  // re-creates a link while our view still wants the peer, and when our view then drops the peer too,
+  // closing that fresh link overwrote the record. A lost model frame of the old edge's last round was then
+  // never resent and the peer waited for it forever (tests/unit/engine/test_protocol_schedules.cc, seed 199).
+  if (const auto old = closed_.find(id); !l.scheduled && old != closed_.end() && old->second.incarnation == l.incarnation)
+    return;
   auto& c = closed_[id];
   c.incarnation = l.incarnation;
   c.end = l.end;
