@@ -441,7 +441,7 @@ struct NodeRuntime::Impl {
 
   void pumpIncoming(std::uint64_t now) {
     engine::RawFrame f;
-    while (zmq->receive(f)) {
+    while (zmq->receive(f) || zmq->receiveMembership(f)) {  // both inboxes, on this thread
       countReceived(f, now);
       if (isKind(f.header, engine::FrameKind::Status)) {
         receiveStatus(f, now);
@@ -822,6 +822,7 @@ struct NodeRuntime::Impl {
     if (z.unlisted_key) all["unlisted_key"] += z.unlisted_key;  // connections, not frames
     if (z.wrong_key_for_sender) all["wrong_key_for_sender"] += z.wrong_key_for_sender;
     if (z.inbox_dropped) all["inbox_full"] += z.inbox_dropped;
+    if (z.membership_inbox_dropped) all["membership_inbox_full"] += z.membership_inbox_dropped;
     std::uint64_t total = 0;
     for (const auto& [reason, n] : all) total += n;
     return {std::move(all), total};

@@ -139,12 +139,17 @@ struct ZmqTransport::Impl {
   std::condition_variable inboxCv;
   std::deque<RawFrame> inbox;
   std::uint64_t inboxBytes = 0;
+  // Membership frames only (see "Two inboxes" in zmq_transport.h): a mutex and a condition of their own, so
+  // the membership thread never waits for the node thread's inbox or is woken by its frames.
+  std::mutex memberMutex;
+  std::condition_variable memberCv;
+  std::deque<RawFrame> memberInbox;
 
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
   std::string failure;  // written once by the I/O thread before `failed` is set
   std::atomic<std::uint64_t> framesSent{0}, bytesSent{0}, framesReceived{0}, bytesReceived{0}, malformed{0},
-      sendDropped{0}, unlistedKey{0}, wrongKeyForSender{0}, inboxDropped{0};
+      sendDropped{0}, unlistedKey{0}, wrongKeyForSender{0}, inboxDropped{0}, memberInboxDropped{0};
   // CurveZMQ only: the ZAP handler (a REP socket libzmq sends authentication requests to) and the key of
   // the start-up self-test, whose refusal is expected and not counted.
   zmq::socket_t zap;
@@ -427,12 +432,14 @@ struct ZmqTransport::Impl {
       wrongKeyForSender.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
+    // Header byte 5 is the kind (engine/frame.h); the lead's peekIsKind will replace this read.
+    const std::uint8_t kind = part[1].size() > 5 ? part[1].data<std::uint8_t>()[5] : 0;
+    if (kind == static_cast<std::uint8_t>(engine::FrameKind::Membership)) return toMemberInbox(part);
     {
-      // Control frames (membership, acks, edge agreement) have room beyond the limit, so a flood of
-      // model frames cannot starve the failure detector into false suspicions.
+      // Control frames (acks, edge agreement) have room beyond the limit, so a flood of model frames
+      // cannot starve them.
       std::lock_guard lock(inboxMutex);
-      const bool control = part[1].size() > 5 &&
-                           part[1].data<std::uint8_t>()[5] != static_cast<std::uint8_t>(engine::FrameKind::Model);
+      const bool control = part[1].size() > 5 && kind != static_cast<std::uint8_t>(engine::FrameKind::Model);
       if (control ? inbox.size() >= 2 * opt.inbox_max_frames : inboxFull()) {
         inboxDropped.fetch_add(1, std::memory_order_relaxed);
         return true;
@@ -450,6 +457,31 @@ struct ZmqTransport::Impl {
       inbox.push_back(std::move(f));
     }
     inboxCv.notify_all();
+    return true;
+  }
+
+  // A membership frame: small, copied without the pool (whose buffers are for model-sized payloads).
+  bool toMemberInbox(const std::vector<zmq::message_t>& part) {
+    std::unique_lock lock(memberMutex);
+    if (memberInbox.size() >= opt.membership_inbox_max_frames) {
+      memberInboxDropped.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    lock.unlock();  // the copy runs unlocked: only this thread appends
+    const auto* h = part[1].data<std::byte>();
+    auto payload = std::make_shared<Bytes>();
+    for (std::size_t k = 2; k < part.size(); ++k) {
+      const auto* b = part[k].data<std::byte>();
+      payload->insert(payload->end(), b, b + part[k].size());
+    }
+    const std::size_t bytes = part[1].size() + payload->size();
+    RawFrame f{Bytes(h, h + part[1].size()), std::move(payload)};
+    framesReceived.fetch_add(1, std::memory_order_relaxed);
+    bytesReceived.fetch_add(bytes, std::memory_order_relaxed);
+    lock.lock();
+    memberInbox.push_back(std::move(f));
+    lock.unlock();
+    memberCv.notify_all();
     return true;
   }
 
@@ -571,6 +603,7 @@ struct ZmqTransport::Impl {
       failure = e.what();
       failed.store(true);
       inboxCv.notify_all();
+      memberCv.notify_all();
     }
   }
 };
@@ -638,11 +671,25 @@ bool ZmqTransport::waitReadable(std::chrono::milliseconds timeout) {
          !impl_->inbox.empty();
 }
 
+bool ZmqTransport::receiveMembership(engine::RawFrame& out) {
+  std::lock_guard lock(impl_->memberMutex);
+  if (impl_->memberInbox.empty()) return false;
+  out = std::move(impl_->memberInbox.front());
+  impl_->memberInbox.pop_front();
+  return true;
+}
+
+bool ZmqTransport::waitMembership(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->memberMutex);
+  return impl_->memberCv.wait_for(lock, timeout, [&] { return !impl_->memberInbox.empty() || impl_->failed.load(); }) &&
+         !impl_->memberInbox.empty();
+}
+
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
   return {i.framesSent.load(), i.bytesSent.load(), i.framesReceived.load(), i.bytesReceived.load(),
           i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load(), i.unlistedKey.load(),
-          i.wrongKeyForSender.load(), i.inboxDropped.load()};
+          i.wrongKeyForSender.load(), i.inboxDropped.load(), i.memberInboxDropped.load()};
 }
 
 }  // namespace gossip::peer
