@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <utility>
 #include <map>
 #include <mutex>
@@ -127,6 +128,15 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 }  // namespace
 
 struct ZmqTransport::Impl {
+  // A frame in the inbox. A payload of a pooled size stays in libzmq's parts and is copied by receive(), on
+  // the consumer's thread: copying a 200 MB model frame here held the I/O thread for a second on a loaded
+  // machine, and every probe, ack and refutation in or out of this node waited behind it (issue 27).
+  struct Incoming {
+    RawFrame frame;                      // payload already set when small
+    std::vector<zmq::message_t> parts;   // payload parts not copied yet
+    std::size_t bytes = 0;               // payload bytes
+  };
+
   ZmqOptions opt;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
@@ -137,7 +147,7 @@ struct ZmqTransport::Impl {
 
   std::mutex inboxMutex;
   std::condition_variable inboxCv;
-  std::deque<RawFrame> inbox;
+  std::deque<Incoming> inbox;
   std::uint64_t inboxBytes = 0;
   // Membership frames only (see "Two inboxes" in zmq_transport.h): a mutex and a condition of their own, so
   // the membership thread never waits for the node thread's inbox or is woken by its frames.
@@ -448,13 +458,19 @@ struct ZmqTransport::Impl {
     std::size_t size = 0;
     for (std::size_t k = 2; k < part.size(); ++k) size += part[k].size();
     const auto* h = part[1].data<std::byte>();
-    RawFrame f{Bytes(h, h + part[1].size()), pool->copy(part.data() + 2, part.size() - 2, size)};
+    Incoming in;
+    in.frame.header = Bytes(h, h + part[1].size());
+    in.bytes = size;
+    if (size >= BufferPool::kMinPooled)
+      std::move(part.begin() + 2, part.end(), std::back_inserter(in.parts));
+    else
+      in.frame.payload = pool->copy(part.data() + 2, part.size() - 2, size);
     framesReceived.fetch_add(1, std::memory_order_relaxed);
     bytesReceived.fetch_add(part[1].size() + size, std::memory_order_relaxed);
     {
       std::lock_guard lock(inboxMutex);
-      inboxBytes += f.payload->size();
-      inbox.push_back(std::move(f));
+      inboxBytes += size;
+      inbox.push_back(std::move(in));
     }
     inboxCv.notify_all();
     return true;
@@ -657,11 +673,17 @@ void ZmqTransport::send(PeerId to, Bytes header, engine::SharedBytes payload) {
 }
 
 bool ZmqTransport::receive(engine::RawFrame& out) {
-  std::lock_guard lock(impl_->inboxMutex);
-  if (impl_->inbox.empty()) return false;
-  out = std::move(impl_->inbox.front());
-  impl_->inbox.pop_front();
-  impl_->inboxBytes -= out.payload->size();
+  Impl::Incoming in;
+  {
+    std::lock_guard lock(impl_->inboxMutex);
+    if (impl_->inbox.empty()) return false;
+    in = std::move(impl_->inbox.front());
+    impl_->inbox.pop_front();
+    impl_->inboxBytes -= in.bytes;
+  }
+  // Unlocked: the I/O thread goes on filling the inbox meanwhile.
+  if (!in.parts.empty()) in.frame.payload = impl_->pool->copy(in.parts.data(), in.parts.size(), in.bytes);
+  out = std::move(in.frame);
   return true;
 }
 

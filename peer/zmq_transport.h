@@ -24,6 +24,9 @@
 //    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
 //    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
 //    buffers are recycled through a small pool once the engine drops them, so the copy does not page-fault.
+//    A payload of 1 MiB or more is copied by receive(), on the consumer's thread, not by the I/O thread: the
+//    I/O thread only moves libzmq's parts into the inbox, so a 200 MB frame does not hold every probe, ack
+//    and send of the node behind its copy (issue 27).
 //  - Threads: zmq sockets are not thread-safe, so one I/O thread owns them all. send(), addPeer() and
 //    removePeer() append commands to one mutex-protected FIFO and wake the I/O thread through an eventfd
 //    polled by zmq_poll next to the sockets. The I/O thread drains the whole FIFO on every wake-up (each
