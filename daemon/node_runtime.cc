@@ -1,3 +1,20 @@
+// Threads and shared state (docs/daemon.md, "Threads"). The node thread runs run(): the engine's rounds,
+// checkpoints, evaluations, status files, the trainer bridge. The membership thread (MembershipRunner,
+// daemon/membership_runner.h) owns the peer::Membership and calls back into this file:
+//   sendMembership (the Membership's SendFn), countReceived (every membership frame) and followMembers
+//   (after membership events). The fields those touch, and their guards:
+//     peerDirectory.endpoints,         peerDirectory.mutex; held while the transport's addPeer/removePeer
+//       peerDirectory.seedIds          run, so that the map and the transport's links agree
+//     traffic.byPeer, .unknown,        traffic.mutex (the node thread's reads copy them under it);
+//       .lastHeardMs                   traffic.modelFrames/modelPayloadBytes are the node thread's only
+//     membershipBytes                  atomic
+//     id, advertised, zmq, c, t0       set before the membership thread starts, never written after
+//     incarnation                      written only in rejoinAsNewIncarnation, with the thread stopped
+//   The Membership itself, its events and the membership frames it refused (rejected_by_reason) live in
+//   the runner under its own mutex; the node thread reads them through it as copies. Lock order: the
+//   runner's mutex, then peerDirectory.mutex or traffic.mutex (never both), then the transport's own.
+//   membershipRejected (status frames refused here), suspicions, refutations and deaths are the node
+//   thread's only.
 #include "daemon/node_runtime.h"
 
 #include <algorithm>
@@ -10,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -30,6 +48,7 @@
 #include "daemon/http_address.h"
 #include "daemon/http_server.h"
 #include "daemon/log.h"
+#include "daemon/membership_runner.h"
 #include "daemon/metrics.h"
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
@@ -73,6 +92,7 @@ void writeTextAtomic(const fs::path& path, const std::string& text, bool durable
 // runtime set up as destinations (members), so a sender naming made-up ids cannot grow the maps; frames
 // to a seed whose id is not known yet, or from a sender that is not (yet) a member, count as "unknown".
 struct Traffic {
+  mutable std::mutex mutex;  // guards byPeer, unknown and lastHeardMs (written by both threads)
   struct Link {
     std::uint64_t sent = 0, received = 0;
   };
@@ -80,6 +100,17 @@ struct Traffic {
   Link unknown;
   std::map<PeerId, std::uint64_t> lastHeardMs;  // members only
   std::uint64_t modelFrames = 0, modelPayloadBytes = 0;  // model frames sent (for the compression ratio)
+};
+
+// The transport destinations the runtime set up: members by id, seeds by endpoint (pseudo ids).
+struct PeerDirectory {
+  std::mutex mutex;  // guards both maps
+  std::map<PeerId, std::string> endpoints;
+  std::map<std::string, PeerId> seedIds;
+  bool has(PeerId p) {
+    std::lock_guard lock(mutex);
+    return endpoints.count(p) > 0;
+  }
 };
 
 bool isKind(const Bytes& header, engine::FrameKind k) {
@@ -92,7 +123,10 @@ class EngineTransport final : public engine::Transport {
   EngineTransport(peer::ZmqTransport& z, Traffic& traffic) : z_(z), traffic_(traffic) {}
   void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
     const std::uint64_t payloadBytes = payload ? payload->size() : 0;
-    traffic_.byPeer[to].sent += header.size() + payloadBytes;
+    {
+      std::lock_guard lock(traffic_.mutex);
+      traffic_.byPeer[to].sent += header.size() + payloadBytes;
+    }
     if (isKind(header, engine::FrameKind::Model)) {
       ++traffic_.modelFrames;
       traffic_.modelPayloadBytes += payloadBytes;
@@ -145,10 +179,9 @@ struct NodeRuntime::Impl {
   std::unique_ptr<EngineTransport> etransport;
   std::unique_ptr<engine::NodeEngine> engine;
   std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
-  std::unique_ptr<peer::Membership> membership;
+  std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
   Clock::time_point t0 = Clock::now();
-  std::map<PeerId, std::string> endpoints;  // transport destinations we set up
-  std::map<std::string, PeerId> seedIds;
+  PeerDirectory peerDirectory;  // transport destinations we set up
   bool resumed = false;                     // loaded a checkpoint (or rejoined: see rejoinAsNewIncarnation)
   bool rejoined = false;                    // declared dead while running on, now a new incarnation
   Round resumeRound = 0;
@@ -160,7 +193,7 @@ struct NodeRuntime::Impl {
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
   double lastGamma = std::nan("");  // CHOCO's consensus step after the last round (algorithms/choco.h)
   DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/drift_watch.h)
-  std::uint64_t membershipBytes = 0;
+  std::atomic<std::uint64_t> membershipBytes{0};
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
   std::map<std::string, std::uint64_t> membershipRejected;
   std::uint64_t nextStatus = 0, nextProgress = 0;
@@ -198,6 +231,11 @@ struct NodeRuntime::Impl {
   std::uint64_t rateAt = 0;
   double roundsPerSecond = 0;
   std::mt19937_64 gossipRng{deriveSeed({c.cluster.seed, id, 0x57A7ull})};
+
+  // The membership thread calls into fields declared after `membership`: it stops before they go.
+  ~Impl() {
+    if (membership) membership->stop();
+  }
 
   Impl(Config config, std::shared_ptr<logging::Loggers> logs)
       : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
@@ -425,17 +463,37 @@ struct NodeRuntime::Impl {
       if (s != zmq->endpoint() && s != advertised) seeds.push_back(s);  // a seed list may name this node
     for (const auto& s : extraSeeds)
       if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
-    membership = std::make_unique<peer::Membership>(
+    auto m = std::make_unique<peer::Membership>(
         self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { sendMembership(to, ep, std::move(payload)); },
         deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));
+    if (membership) return membership->restart(std::move(m));  // a rejoin: same runner, new life
+    MembershipRunner::Hooks hooks;
+    hooks.frame = [this](const engine::RawFrame& f) { countReceived(f, msSince(t0)); };
+    hooks.changed = [this](const auto& events, const auto& table) { followMembers(events, table); };
+    membership = std::make_unique<MembershipRunner>(std::move(m), *zmq, std::move(hooks), mo.probe_timeout / 2);
+  }
+
+  // Membership thread: connections follow the members. Fresh connections for a member that died, left or
+  // came back as a new incarnation: a TCP connection that carried frames into a cut link keeps them in its
+  // retransmission backoff for tens of seconds after the link is back (netns_cut: every stateless round then
+  // waited a deadline for the frames stuck on it). A member we still talk to gets a new link at once.
+  void followMembers(const std::vector<peer::MembershipEvent>& events, const std::vector<peer::MemberInfo>& table) {
+    using K = peer::MembershipEvent::Kind;
+    for (const auto& e : events)
+      if (e.kind == K::Died || e.kind == K::Left || (e.kind == K::Joined && e.incarnation > 0)) forgetPeer(e.id);
+    for (const auto& m : table) {
+      if (m.id == id) continue;
+      if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
+    }
   }
 
   void sendMembership(PeerId to, const std::string& endpoint, Bytes payload) {
     PeerId dest = to;
     if (to == peer::Membership::kUnknownPeer) {
-      auto it = seedIds.find(endpoint);
-      if (it == seedIds.end()) {
-        it = seedIds.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(seedIds.size())).first;
+      std::lock_guard lock(peerDirectory.mutex);
+      auto it = peerDirectory.seedIds.find(endpoint);
+      if (it == peerDirectory.seedIds.end()) {
+        it = peerDirectory.seedIds.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(peerDirectory.seedIds.size())).first;
         zmq->addPeer(it->second, endpoint);
       }
       dest = it->second;
@@ -450,21 +508,26 @@ struct NodeRuntime::Impl {
     Bytes header;
     engine::encodeFrameHeader(h, header);
     membershipBytes += header.size() + payload.size();
-    (to == peer::Membership::kUnknownPeer ? traffic.unknown : traffic.byPeer[to]).sent += header.size() + payload.size();
+    {
+      std::lock_guard lock(traffic.mutex);
+      (to == peer::Membership::kUnknownPeer ? traffic.unknown : traffic.byPeer[to]).sent += header.size() + payload.size();
+    }
     zmq->send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
   }
 
   void forgetPeer(PeerId peer) {
-    if (endpoints.erase(peer)) zmq->removePeer(peer);
+    std::lock_guard lock(peerDirectory.mutex);
+    if (peerDirectory.endpoints.erase(peer)) zmq->removePeer(peer);
   }
 
   void ensurePeer(PeerId peer, const std::string& endpoint) {
     if (endpoint.empty() || peer == id) return;
-    auto it = endpoints.find(peer);
-    if (it != endpoints.end() && it->second == endpoint) return;
+    std::lock_guard lock(peerDirectory.mutex);
+    auto it = peerDirectory.endpoints.find(peer);
+    if (it != peerDirectory.endpoints.end() && it->second == endpoint) return;
     try {
       zmq->addPeer(peer, endpoint);
-      endpoints[peer] = endpoint;
+      peerDirectory.endpoints[peer] = endpoint;
     } catch (const IoError& e) {
       memberLog->warn("cannot connect to member {} at '{}': {}", peer, endpoint, e.what());
     }
@@ -478,21 +541,7 @@ struct NodeRuntime::Impl {
         receiveStatus(f, now);
         continue;
       }
-      const bool isMembership = isKind(f.header, engine::FrameKind::Membership);
-      if (!isMembership) {
-        etransport->push(std::move(f));
-        continue;
-      }
-      try {
-        const auto h = engine::decodeFrameHeader(f.header);
-        if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
-        engine::checkPayload(h, *f.payload);
-        membership->receive(h.sender, *f.payload, Clock::time_point(std::chrono::milliseconds(now)));
-      } catch (const engine::FrameError& e) {
-        ++membershipRejected[e.reason];
-      } catch (const DecodeError&) {
-        ++membershipRejected["bad_membership"];
-      }
+      etransport->push(std::move(f));  // membership frames go to the membership thread's inbox
     }
   }
 
@@ -502,7 +551,7 @@ struct NodeRuntime::Impl {
       const auto h = engine::decodeFrameHeader(f.header);
       if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
       engine::checkPayload(h, *f.payload);
-      if (!endpoints.count(h.sender)) return void(++membershipRejected["status_not_member"]);
+      if (!peerDirectory.has(h.sender)) return void(++membershipRejected["status_not_member"]);
       auto entries = ClusterStatus::decode(*f.payload);
       // Only summaries of members this node knows are kept: hearsay about made-up ids could otherwise fill
       // the table (it holds at most ClusterStatus::kMaxEntries) and crowd out real members.
@@ -525,7 +574,7 @@ struct NodeRuntime::Impl {
     nextStatusGossip = now + kStatusGossipMs;
     std::vector<PeerId> peers;
     for (const auto& m : membership->alive())
-      if (m.id != id && endpoints.count(m.id)) peers.push_back(m.id);
+      if (m.id != id && peerDirectory.has(m.id)) peers.push_back(m.id);
     if (peers.empty()) return;
     std::shuffle(peers.begin(), peers.end(), gossipRng);
     peers.resize(std::min(peers.size(), kStatusGossipFanout));
@@ -539,7 +588,10 @@ struct NodeRuntime::Impl {
     engine::encodeFrameHeader(h, header);
     for (PeerId p : peers) {
       statusBytes += header.size() + payload->size();
-      traffic.byPeer[p].sent += header.size() + payload->size();
+      {
+        std::lock_guard lock(traffic.mutex);
+        traffic.byPeer[p].sent += header.size() + payload->size();
+      }
       zmq->send(p, Bytes(header), payload);
     }
   }
@@ -607,21 +659,24 @@ struct NodeRuntime::Impl {
     const std::uint64_t bytes = f.header.size() + (f.payload ? f.payload->size() : 0);
     try {
       const PeerId from = engine::decodeFrameHeader(f.header).sender;
-      if (endpoints.count(from)) {
+      if (peerDirectory.has(from)) {
+        std::lock_guard lock(traffic.mutex);
         traffic.byPeer[from].received += bytes;
         traffic.lastHeardMs[from] = now;
         return;
       }
     } catch (const DecodeError&) {
     }
+    std::lock_guard lock(traffic.mutex);
     traffic.unknown.received += bytes;
   }
 
-  // Applies membership changes to the transport and the engine; logs each event once.
+  // Applies membership changes to the engine (the transport's were applied by followMembers, on the
+  // membership thread); logs each event once.
   void onMembership(std::uint64_t now) {
     const auto events = membership->takeEvents();
     if (events.empty()) return;
-    for (const auto& e : events) {
+    for (const auto& [e, stamp] : events) {
       using K = peer::MembershipEvent::Kind;
       const char* what = e.kind == K::Joined ? "joined" : e.kind == K::Suspected ? "suspected" : e.kind == K::Refuted ? "alive again (refuted)" : e.kind == K::Died ? "declared dead" : "left";
       const char* kind = e.kind == K::Joined ? (e.incarnation > 0 ? "rejoined" : "joined") : e.kind == K::Suspected ? "suspected"
@@ -630,20 +685,9 @@ struct NodeRuntime::Impl {
       if (e.kind == K::Suspected) ++suspicions;
       if (e.kind == K::Refuted) ++refutations;
       if (e.kind == K::Died) ++deaths;
-      // Fresh connections for a member that died, left or came back as a new incarnation: a TCP
-      // connection that carried frames into a cut link keeps them in its retransmission backoff for tens
-      // of seconds after the link is back (netns_cut: every stateless round then waited a deadline for
-      // the frames stuck on it). A member we still talk to gets a new link at once (ensurePeer below, or
-      // when membership next sends to it).
-      if (e.kind == K::Died || e.kind == K::Left || (e.kind == K::Joined && e.incarnation > 0)) forgetPeer(e.id);
-      // Wall-clock milliseconds on event lines: fault scripts measure detection times across processes.
-      const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
-      memberLog->info("member {} (incarnation {}) {} [t={}]", e.id, e.incarnation, what, static_cast<long long>(wall));
-    }
-    for (const auto& m : membership->members()) {
-      if (m.id == id) continue;
-      if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
+      // Wall-clock milliseconds on event lines, from when the membership thread took the event (the node
+      // thread may log it seconds later): fault scripts measure detection times across processes.
+      memberLog->info("member {} (incarnation {}) {} [t={}]", e.id, e.incarnation, what, static_cast<long long>(stamp));
     }
     installView(now);
   }
@@ -839,11 +883,13 @@ struct NodeRuntime::Impl {
   std::pair<std::map<std::string, std::uint64_t>, std::uint64_t> rejectedByReason() const {
     auto all = engine->stats().rejected;
     for (const auto& [reason, n] : membershipRejected) all[reason] += n;
+    for (const auto& [reason, n] : membership->rejected()) all[reason] += n;
     const auto z = zmq->stats();
     if (z.malformed_dropped) all["malformed_message"] += z.malformed_dropped;
     if (z.unlisted_key) all["unlisted_key"] += z.unlisted_key;  // connections, not frames
     if (z.wrong_key_for_sender) all["wrong_key_for_sender"] += z.wrong_key_for_sender;
     if (z.inbox_dropped) all["inbox_full"] += z.inbox_dropped;
+    if (z.membership_inbox_dropped) all["membership_inbox_full"] += z.membership_inbox_dropped;
     std::uint64_t total = 0;
     for (const auto& [reason, n] : all) total += n;
     return {std::move(all), total};
@@ -872,7 +918,7 @@ struct NodeRuntime::Impl {
                      {"neighbors", engine->links().size()},
                      {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes},
                      {"model_bytes_sent", st.model_bytes_sent},
-                     {"membership_bytes_sent", membershipBytes},
+                     {"membership_bytes_sent", membershipBytes.load()},
                      {"membership_messages_sent", membership->stats().messages_sent},
                      {"status_bytes_sent", statusBytes},
                      {"retransmitted", st.retransmitted},
@@ -918,12 +964,15 @@ struct NodeRuntime::Impl {
                                        static_cast<double>(bridge->stats().copy_ns) * 1e-9};
     m.alive_members = membership->alive().size();
     m.neighbors = engine->links().size();
+    std::unique_lock trafficLock(traffic.mutex);
     for (const auto& [peer, l] : traffic.byPeer)
       if (peer < kSeedIdBase) m.links.push_back({std::to_string(peer), l.sent, l.received});
     Traffic::Link unknown = traffic.unknown;  // seed pseudo ids: not a node id
     for (const auto& [peer, l] : traffic.byPeer)
       if (peer >= kSeedIdBase) unknown.sent += l.sent, unknown.received += l.received;
     if (unknown.sent || unknown.received) m.links.push_back({"unknown", unknown.sent, unknown.received});
+    const auto lastHeardMs = traffic.lastHeardMs;
+    trafficLock.unlock();
     const auto dim = static_cast<double>(engine->node().algorithm().x().size());
     if (traffic.modelPayloadBytes)
       m.compression_ratio = static_cast<double>(traffic.modelFrames) * dim * 4.0 / static_cast<double>(traffic.modelPayloadBytes);
@@ -943,7 +992,7 @@ struct NodeRuntime::Impl {
       p.peer = std::to_string(mem.id);
       p.up = mem.state == peer::MemberState::Alive || mem.state == peer::MemberState::Suspect;
       p.suspect = mem.state == peer::MemberState::Suspect;
-      if (auto it = traffic.lastHeardMs.find(mem.id); it != traffic.lastHeardMs.end())
+      if (auto it = lastHeardMs.find(mem.id); it != lastHeardMs.end())
         p.last_heard_seconds = static_cast<double>(now - std::min(now, it->second)) / 1000.0;
       m.members.push_back(std::move(p));
     }
@@ -997,6 +1046,7 @@ struct NodeRuntime::Impl {
   void rejoinAsNewIncarnation(std::uint64_t now) {
     nodeLog->warn("declared dead by the cluster; rejoining as incarnation {}", incarnation + 1);
     noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
+    membership->stop();  // its SendFn reads `incarnation`; makeMembership starts it again with the new life
     Bytes saved;
     ByteWriter w(saved);
     engine->node().save(w);
@@ -1010,7 +1060,7 @@ struct NodeRuntime::Impl {
     for (const auto& m : membership->members())
       if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
     // New connections to everyone (see onMembership): ours may be stuck behind a link that was cut.
-    while (!endpoints.empty()) forgetPeer(endpoints.begin()->first);
+    for (const auto& [peer, endpoint] : std::map(peerDirectory.endpoints)) forgetPeer(peer);  // no other thread runs
     driver.reset();  // it refers to the engine
     engine.reset();
     rejectedLogged.clear();  // the new engine counts from zero
@@ -1023,6 +1073,7 @@ struct NodeRuntime::Impl {
     rejoined = true;
     resumeRound = next;
     makeMembership();
+    membership->start();
     phase = Phase::Joining;
     state = "joining";
     phaseSince = now;
@@ -1034,11 +1085,11 @@ struct NodeRuntime::Impl {
       return 0;
     }
     phaseSince = 0;
+    membership->start();
     bool running = true;
     std::uint64_t finishDeadline = 0;
     for (;;) {
       const std::uint64_t now = msSince(t0);
-      const auto tp = Clock::time_point(std::chrono::milliseconds(now));
       pumpIncoming(now);
       if (bridge) {
         bridge->poll(now, &engine->node().algorithm().x(), engine->nextRound());
@@ -1047,11 +1098,7 @@ struct NodeRuntime::Impl {
           accuracySamples = 0;  // the trainer's own test set, of a size it does not report
         }
       }
-      // A broken connection (the peer's process died, or its host stopped answering TCP keepalives) is a
-      // reason to probe it now, not to wait for its turn in the probe round: a suspicion, never a death.
-      for (PeerId p : zmq->takeDisconnects()) membership->hintUnreachable(p, tp);
-      membership->tick(tp);
-      onMembership(now);
+      onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
       if (membership->declaredDead() && phase != Phase::Finishing) rejoinAsNewIncarnation(now);
       // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals
       // are answered once the view is installed instead of being refused).
@@ -1111,7 +1158,7 @@ struct NodeRuntime::Impl {
   int stop(std::uint64_t now, bool checkpointed) {
     if (!checkpointed && phase == Phase::Training && !engine->inRound()) checkpoint(engine->nextRound());
     if (state != "done") state = "stopped";
-    membership->leave(Clock::time_point(std::chrono::milliseconds(now)));
+    membership->leave();
     // Give the leave announcement a moment on the wire (the transport's linger flushes the rest).
     const std::uint64_t until = now + 200;
     while (msSince(t0) < until) {

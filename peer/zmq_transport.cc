@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <utility>
 #include <map>
 #include <mutex>
@@ -126,6 +127,15 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 }  // namespace
 
 struct ZmqTransport::Impl {
+  // A frame in the inbox. A payload of a pooled size stays in libzmq's parts and is copied by receive(), on
+  // the consumer's thread: copying a 200 MB model frame here held the I/O thread for a second on a loaded
+  // machine, and every probe, ack and refutation in or out of this node waited behind it (issue 27).
+  struct Incoming {
+    RawFrame frame;                      // payload already set when small
+    std::vector<zmq::message_t> parts;   // payload parts not copied yet
+    std::size_t bytes = 0;               // payload bytes
+  };
+
   ZmqOptions opt;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
@@ -136,14 +146,19 @@ struct ZmqTransport::Impl {
 
   std::mutex inboxMutex;
   std::condition_variable inboxCv;
-  std::deque<RawFrame> inbox;
+  std::deque<Incoming> inbox;
   std::uint64_t inboxBytes = 0;
+  // Membership frames only (see "Two inboxes" in zmq_transport.h): a mutex and a condition of their own, so
+  // the membership thread never waits for the node thread's inbox or is woken by its frames.
+  std::mutex memberMutex;
+  std::condition_variable memberCv;
+  std::deque<RawFrame> memberInbox;
 
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
   std::string failure;  // written once by the I/O thread before `failed` is set
   std::atomic<std::uint64_t> framesSent{0}, bytesSent{0}, framesReceived{0}, bytesReceived{0}, malformed{0},
-      sendDropped{0}, unlistedKey{0}, wrongKeyForSender{0}, inboxDropped{0};
+      sendDropped{0}, unlistedKey{0}, wrongKeyForSender{0}, inboxDropped{0}, memberInboxDropped{0};
   // CurveZMQ only: the ZAP handler (a REP socket libzmq sends authentication requests to) and the key of
   // the start-up self-test, whose refusal is expected and not counted.
   zmq::socket_t zap;
@@ -431,11 +446,12 @@ struct ZmqTransport::Impl {
       wrongKeyForSender.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
+    const auto kind = engine::peekKindByte({part[1].data<std::byte>(), part[1].size()});
+    if (kind == static_cast<std::uint8_t>(engine::FrameKind::Membership)) return toMemberInbox(part);
     {
-      // Control frames (membership, acks, edge agreement) have room beyond the limit, so a flood of
-      // model frames cannot starve the failure detector into false suspicions.
+      // Control frames (acks, edge agreement) have room beyond the limit, so a flood of model frames
+      // cannot starve them.
       std::lock_guard lock(inboxMutex);
-      const auto kind = engine::peekKindByte({part[1].data<std::byte>(), part[1].size()});
       const bool control = kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model);
       if (control ? inbox.size() >= 2 * opt.inbox_max_frames : inboxFull()) {
         inboxDropped.fetch_add(1, std::memory_order_relaxed);
@@ -445,15 +461,46 @@ struct ZmqTransport::Impl {
     std::size_t size = 0;
     for (std::size_t k = 2; k < part.size(); ++k) size += part[k].size();
     const auto* h = part[1].data<std::byte>();
-    RawFrame f{Bytes(h, h + part[1].size()), pool->copy(part.data() + 2, part.size() - 2, size)};
+    Incoming in;
+    in.frame.header = Bytes(h, h + part[1].size());
+    in.bytes = size;
+    if (size >= BufferPool::kMinPooled)
+      std::move(part.begin() + 2, part.end(), std::back_inserter(in.parts));
+    else
+      in.frame.payload = pool->copy(part.data() + 2, part.size() - 2, size);
     framesReceived.fetch_add(1, std::memory_order_relaxed);
     bytesReceived.fetch_add(part[1].size() + size, std::memory_order_relaxed);
     {
       std::lock_guard lock(inboxMutex);
-      inboxBytes += f.payload->size();
-      inbox.push_back(std::move(f));
+      inboxBytes += size;
+      inbox.push_back(std::move(in));
     }
     inboxCv.notify_all();
+    return true;
+  }
+
+  // A membership frame: small, copied without the pool (whose buffers are for model-sized payloads).
+  bool toMemberInbox(const std::vector<zmq::message_t>& part) {
+    std::unique_lock lock(memberMutex);
+    if (memberInbox.size() >= opt.membership_inbox_max_frames) {
+      memberInboxDropped.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    lock.unlock();  // the copy runs unlocked: only this thread appends
+    const auto* h = part[1].data<std::byte>();
+    auto payload = std::make_shared<Bytes>();
+    for (std::size_t k = 2; k < part.size(); ++k) {
+      const auto* b = part[k].data<std::byte>();
+      payload->insert(payload->end(), b, b + part[k].size());
+    }
+    const std::size_t bytes = part[1].size() + payload->size();
+    RawFrame f{Bytes(h, h + part[1].size()), std::move(payload)};
+    framesReceived.fetch_add(1, std::memory_order_relaxed);
+    bytesReceived.fetch_add(bytes, std::memory_order_relaxed);
+    lock.lock();
+    memberInbox.push_back(std::move(f));
+    lock.unlock();
+    memberCv.notify_all();
     return true;
   }
 
@@ -575,6 +622,7 @@ struct ZmqTransport::Impl {
       failure = e.what();
       failed.store(true);
       inboxCv.notify_all();
+      memberCv.notify_all();
     }
   }
 };
@@ -630,11 +678,17 @@ void ZmqTransport::send(PeerId to, Bytes header, engine::SharedBytes payload) {
 
 bool ZmqTransport::receive(engine::RawFrame& out) {
   impl_->throwIfFailed();
-  std::lock_guard lock(impl_->inboxMutex);
-  if (impl_->inbox.empty()) return false;
-  out = std::move(impl_->inbox.front());
-  impl_->inbox.pop_front();
-  impl_->inboxBytes -= out.payload->size();
+  Impl::Incoming in;
+  {
+    std::lock_guard lock(impl_->inboxMutex);
+    if (impl_->inbox.empty()) return false;
+    in = std::move(impl_->inbox.front());
+    impl_->inbox.pop_front();
+    impl_->inboxBytes -= in.bytes;
+  }
+  // Unlocked: the I/O thread goes on filling the inbox meanwhile.
+  if (!in.parts.empty()) in.frame.payload = impl_->pool->copy(in.parts.data(), in.parts.size(), in.bytes);
+  out = std::move(in.frame);
   return true;
 }
 
@@ -647,11 +701,27 @@ bool ZmqTransport::waitReadable(std::chrono::milliseconds timeout) {
   return ready;
 }
 
+// These two never throw on a failed transport (the membership thread has no one to throw to): the node
+// thread's next receive or waitReadable does, and the node stops.
+bool ZmqTransport::receiveMembership(engine::RawFrame& out) {
+  std::lock_guard lock(impl_->memberMutex);
+  if (impl_->memberInbox.empty()) return false;
+  out = std::move(impl_->memberInbox.front());
+  impl_->memberInbox.pop_front();
+  return true;
+}
+
+bool ZmqTransport::waitMembership(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(impl_->memberMutex);
+  return impl_->memberCv.wait_for(lock, timeout, [&] { return !impl_->memberInbox.empty() || impl_->failed.load(); }) &&
+         !impl_->memberInbox.empty();
+}
+
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
   return {i.framesSent.load(), i.bytesSent.load(), i.framesReceived.load(), i.bytesReceived.load(),
           i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load(), i.unlistedKey.load(),
-          i.wrongKeyForSender.load(), i.inboxDropped.load()};
+          i.wrongKeyForSender.load(), i.inboxDropped.load(), i.memberInboxDropped.load()};
 }
 
 }  // namespace gossip::peer

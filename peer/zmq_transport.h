@@ -24,6 +24,9 @@
 //    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
 //    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
 //    buffers are recycled through a small pool once the engine drops them, so the copy does not page-fault.
+//    A payload of 1 MiB or more is copied by receive(), on the consumer's thread, not by the I/O thread: the
+//    I/O thread only moves libzmq's parts into the inbox, so a 200 MB frame does not hold every probe, ack
+//    and send of the node behind its copy (issue 27).
 //  - Threads: zmq sockets are not thread-safe, so one I/O thread owns them all. send(), addPeer() and
 //    removePeer() append commands to one mutex-protected FIFO and wake the I/O thread through an eventfd
 //    polled by zmq_poll next to the sockets. The I/O thread drains the whole FIFO on every wake-up (each
@@ -34,6 +37,13 @@
 //    frames have room for as many again, so a flood cannot starve the failure detector): never letting libzmq
 //    stop reading a connection avoids a libzmq 4.3.4 abort (see bind() in zmq_transport.cc). Replica
 //    methods resend what was dropped; stateless ones mix it as missing.
+//  - Two inboxes: Membership frames (header byte 5, engine/frame.h) go to an inbox of their own, read with
+//    receiveMembership()/waitMembership() by the membership thread (daemon/membership_runner.h); every other
+//    frame goes to the inbox of receive()/waitReadable(), read by the node thread. So probes and acks are
+//    taken within milliseconds while the node thread computes for seconds and its inbox fills (issue 27: a
+//    20M-parameter model's rounds held the one loop long enough for healthy nodes to be declared dead). Each
+//    inbox has its own mutex, condition and bound; a membership frame beyond the bound is dropped and
+//    counted (membership_inbox_dropped), like a model frame beyond the inbox's.
 //  - Disconnects: each control DEALER has a socket monitor (an inproc PAIR polled by the I/O thread); a
 //    DISCONNECTED event queues the peer for takeDisconnects(), which the daemon turns into an immediate
 //    membership probe (DESIGN.md: a ZeroMQ disconnect is a suspicion, never a death).
@@ -62,6 +72,7 @@ struct ZmqOptions {
   int reconnect_ivl_ms = 100;
   int reconnect_ivl_max_ms = 5000;
   std::size_t max_queued_per_channel = 256;                       // per peer and channel, before dropping
+  std::size_t membership_inbox_max_frames = 4096;                 // membership frames waiting, before dropping
   std::size_t inbox_max_frames = 4096;                            // drop incoming frames beyond this...
   std::uint64_t inbox_max_bytes = std::uint64_t{1} << 30;         // ...or this many queued payload bytes
   // Large receive buffers (>= 1 MiB) kept for reuse once the engine releases them: about one per neighbour
@@ -91,6 +102,7 @@ struct ZmqStats {
   std::uint64_t unlisted_key = 0;       // CurveZMQ: connections refused because their key is not listed
   std::uint64_t wrong_key_for_sender = 0;  // CurveZMQ: frames naming another sender than their key's id
   std::uint64_t inbox_dropped = 0;      // frames read while the inbox was full, dropped
+  std::uint64_t membership_inbox_dropped = 0;  // membership frames read while their inbox was full, dropped
 };
 
 class ZmqTransport final : public engine::Transport {
@@ -118,6 +130,9 @@ class ZmqTransport final : public engine::Transport {
   bool receive(engine::RawFrame& out) override;
   // Blocks until a frame is waiting (true) or the timeout passes (false). Does not take the frame.
   bool waitReadable(std::chrono::milliseconds timeout);
+  // The membership inbox ("Two inboxes" above): one consumer thread, which may differ from receive()'s.
+  bool receiveMembership(engine::RawFrame& out);
+  bool waitMembership(std::chrono::milliseconds timeout);
 
   ZmqStats stats() const;
 

@@ -375,8 +375,65 @@ TEST_CASE("peer zmq: control frames still get in while model frames fill the inb
   const auto p = payload(100, 5);
   for (std::uint64_t s = 0; s < 20; ++s) a.send(2, header(1, FrameKind::Model, s, 100), p);
   waitFor([&] { return b.stats().frames_received + b.stats().inbox_dropped == 20; }, "20 model frames read");
-  for (std::uint64_t s = 100; s < 104; ++s) a.send(2, header(1, FrameKind::Membership, s, 100), p);
+  for (std::uint64_t s = 100; s < 104; ++s) a.send(2, header(1, FrameKind::Ack, s, 100), p);
   auto got = receiveN(b, 12, "8 model frames and the 4 control frames sent after the inbox filled");
   CHECK(b.stats().inbox_dropped == 12);
   CHECK(seqOf(got.back()) == 103);
+}
+
+TEST_CASE("peer zmq: membership frames reach their own inbox while the model inbox is full and unread") {
+  peer::ZmqOptions small;
+  small.inbox_max_frames = 8;
+  ZmqTransport b(2, kAny, small);
+  ZmqTransport a(1, kAny);
+  a.addPeer(2, b.endpoint());
+  const auto p = payload(100, 6);
+  for (std::uint64_t s = 0; s < 40; ++s) a.send(2, header(1, FrameKind::Model, s, 100), p);
+  waitFor([&] { return b.stats().frames_received + b.stats().inbox_dropped == 40; }, "40 model frames read");
+  for (std::uint64_t s = 100; s < 150; ++s) a.send(2, header(1, FrameKind::Membership, s, 100), payload(100, s));
+  // Nobody calls b.receive(): the membership inbox is read on its own, as the membership thread does.
+  std::vector<RawFrame> got;
+  const auto until = Clock::now() + kDeadline;
+  while (got.size() < 50) {
+    RawFrame f;
+    if (b.receiveMembership(f)) {
+      got.push_back(std::move(f));
+      continue;
+    }
+    if (Clock::now() > until) FAIL("timed out waiting for 50 membership frames: got " << got.size());
+    b.waitMembership(std::chrono::milliseconds(50));
+  }
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    CHECK(seqOf(got[k]) == 100 + k);  // in order, payload intact
+    CHECK(*got[k].payload == *payload(100, 100 + k));
+  }
+  CHECK(b.stats().inbox_dropped == 32);  // only model frames were dropped
+  CHECK(b.stats().membership_inbox_dropped == 0);
+  RawFrame f;
+  CHECK_FALSE(b.receiveMembership(f));
+  // The model inbox holds only model frames, its first 8.
+  auto model = receiveN(b, 8, "the 8 model frames the inbox held");
+  for (const auto& m : model) CHECK(engine::decodeFrameHeader(m.header).kind == FrameKind::Model);
+  CHECK_FALSE(b.receive(f));
+}
+
+TEST_CASE("peer zmq: a full membership inbox drops and counts; waitMembership wakes for membership frames only") {
+  peer::ZmqOptions small;
+  small.membership_inbox_max_frames = 4;
+  ZmqTransport b(2, kAny, small);
+  ZmqTransport a(1, kAny);
+  a.addPeer(2, b.endpoint());
+  a.send(2, header(1, FrameKind::Model, 1, 10), payload(10, 1));
+  receiveN(b, 1, "a model frame");
+  CHECK_FALSE(b.waitMembership(std::chrono::milliseconds(20)));
+  for (std::uint64_t s = 0; s < 10; ++s) a.send(2, header(1, FrameKind::Membership, s, 10), payload(10, s));
+  waitFor([&] { return b.stats().membership_inbox_dropped == 6; }, "6 membership frames dropped");
+  CHECK(b.waitMembership(std::chrono::milliseconds(0)));
+  for (std::uint64_t s = 0; s < 4; ++s) {
+    RawFrame f;
+    REQUIRE(b.receiveMembership(f));
+    CHECK(seqOf(f) == s);  // the oldest were kept
+  }
+  RawFrame f;
+  CHECK_FALSE(b.receive(f));
 }

@@ -1,0 +1,101 @@
+#pragma once
+// MembershipRunner: the node's peer::Membership (SWIM, pure logic) driven by a thread of its own, so that
+// probes, acks and suspicion timers run on time whatever the node thread is doing. Issue 27: with one loop
+// for everything, a 20M-parameter model's rounds, checkpoints (six fsyncs) and evaluations held the acks
+// long enough for healthy nodes to be declared dead.
+//
+// Threads and ownership
+//  - The membership thread (start() to stop()) is the only reader of the transport's membership inbox
+//    (ZmqTransport::receiveMembership) and of its disconnect hints. It waits at most probe_timeout / 2 for a
+//    frame (Membership asks to be ticked that often), checks each frame's header and payload checksum, hands
+//    the payload to Membership::receive, turns disconnect hints into hintUnreachable, ticks, and queues the
+//    events it took for the node thread.
+//  - mutex_ guards membership_, events_ and rejected_. Every call into the Membership happens with it held,
+//    on either thread: the membership thread's receive/tick, the node thread's leave and reads. The node
+//    thread's getters return copies, never references into the locked state.
+//  - Callbacks run on the membership thread (and, for SendFn, on whichever thread called leave):
+//      the Membership's SendFn   with mutex_ held (it is called from inside receive/tick/leave);
+//      Hooks::frame              without it, for every membership frame before it is judged;
+//      Hooks::changed            without it, after events were taken (the runtime's connections follow).
+//    None may call back into this object. Lock order: mutex_, then whatever the callbacks lock (the
+//    runtime's peer directory and traffic counters, the transport's own mutexes).
+//  - start(), stop() and restart() belong to the node thread. restart() replaces the Membership (a rejoin as
+//    a new incarnation) between stopping and starting the thread; the queued events and the rejection
+//    counts carry over. The thread's start and join order everything the node thread wrote before them
+//    (e.g. the incarnation the SendFn stamps on frames) with the thread's reads.
+//  - Time: the runner reads steady_clock itself, for every call, so the Membership sees one clock.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/transport.h"
+#include "peer/membership.h"
+#include "peer/zmq_transport.h"
+
+namespace gossip::daemon {
+
+struct StampedEvent {
+  peer::MembershipEvent event;
+  std::int64_t wall_ms;  // system clock when the membership thread took it (log lines' [t=...] stamps)
+};
+
+class MembershipRunner {
+ public:
+  struct Hooks {
+    std::function<void(const engine::RawFrame&)> frame;  // every membership frame received (traffic counters)
+    // After events: every event taken and the member table as it was then.
+    std::function<void(const std::vector<peer::MembershipEvent>&, const std::vector<peer::MemberInfo>&)> changed;
+  };
+
+  // Does not start the thread. `tick_every` bounds the wait for a frame (at most probe_timeout / 2).
+  MembershipRunner(std::unique_ptr<peer::Membership> membership, peer::ZmqTransport& transport, Hooks hooks,
+                   std::chrono::milliseconds tick_every);
+  ~MembershipRunner();  // stops the thread
+  MembershipRunner(const MembershipRunner&) = delete;
+  MembershipRunner& operator=(const MembershipRunner&) = delete;
+
+  void start();
+  void stop();  // joins within about tick_every; idempotent
+  void restart(std::unique_ptr<peer::Membership> membership);  // stop, replace, start
+  bool running() const { return thread_.joinable(); }
+
+  // Node thread (any thread but the membership thread's callbacks): each locks mutex_.
+  void leave();
+  void hintUnreachable(PeerId id);
+  bool joined() const;
+  bool declaredDead() const;
+  std::vector<peer::MemberInfo> members() const;
+  std::vector<engine::Member> alive() const;
+  peer::MembershipStats stats() const;
+  std::vector<StampedEvent> takeEvents();
+  // Membership frames refused by reason (the frame checks' labels, "bad_membership" for a payload that does
+  // not decode), over every Membership this runner drove.
+  std::map<std::string, std::uint64_t> rejected() const;
+
+  // One pass of the thread's loop without the thread (tests, and a node driven step by step).
+  void step(std::chrono::milliseconds wait);
+
+ private:
+  void loop();
+  void handle(const engine::RawFrame& f);
+  void takeEventsLocked(std::vector<peer::MembershipEvent>& fresh);  // mutex_ held
+
+  peer::ZmqTransport& transport_;
+  Hooks hooks_;
+  std::chrono::milliseconds tick_every_;
+  mutable std::mutex mutex_;
+  std::unique_ptr<peer::Membership> membership_;  // guarded by mutex_
+  std::vector<StampedEvent> events_;              // guarded by mutex_: taken by the node thread
+  std::map<std::string, std::uint64_t> rejected_; // guarded by mutex_
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // node thread only (start/stop)
+};
+
+}  // namespace gossip::daemon
