@@ -25,11 +25,16 @@ RoundStep RoundDriver::step(std::uint64_t nowMs) {
     if (!e.readyToBegin(t, nowMs, opts_.barrier == StartBarrier::EveryRound)) return {RoundEvent::Waiting, t};
     if (beforeBegin_ && !beforeBegin_(t, nowMs)) return {RoundEvent::Waiting, t};
     e.beginRound(t);
-    begunAtMs_ = nowMs;
+    waitingSinceMs_.reset();
     return {RoundEvent::Began, t};
   }
   const Round t = e.mixingRound();
-  const bool late = e.stateless() && opts_.roundTimeoutMs && nowMs >= begunAtMs_ + *opts_.roundTimeoutMs;
+  // The deadline counts from the first step after the round began, i.e. once this node's local steps and
+  // encoding are done and its frames are out: `nowMs` of the step that began the round was taken before
+  // that work, which at 50M parameters alone took longer than the 2 s default, so neighbours' frames were
+  // refused as late for a round this node had barely started waiting in.
+  if (!waitingSinceMs_) waitingSinceMs_ = nowMs;
+  const bool late = e.stateless() && opts_.roundTimeoutMs && nowMs >= *waitingSinceMs_ + *opts_.roundTimeoutMs;
   const bool ready = e.roundReady(t);
   if (!ready && !late) return {RoundEvent::Waiting, t};
   e.endRound(t);

@@ -33,8 +33,9 @@ enum class StartBarrier {
 struct RoundDriverOptions {
   Round rounds = kNoRound;                      // the run is over when the next round would be this one
   StartBarrier barrier = StartBarrier::EveryRound;
-  // Stateless methods: a round this old (ms since it began) mixes what has arrived. None: wait for every
-  // neighbour's frame (or its having gone past the round; NodeEngine::roundReady).
+  // Stateless methods: a round that has waited this long for its neighbours (ms since the first step after
+  // it began, so the round's own local steps and encoding do not count) mixes what has arrived. None: wait
+  // for every neighbour's frame (or its having gone past the round; NodeEngine::roundReady).
   std::optional<std::uint64_t> roundTimeoutMs = std::nullopt;
 };
 
@@ -71,7 +72,9 @@ class RoundDriver {
   NodeEngine& engine_;
   RoundDriverOptions opts_;
   BeforeBegin beforeBegin_;
-  std::uint64_t begunAtMs_ = 0;  // when the round in progress began (for the deadline)
+  // When the round in progress started waiting for its neighbours: the first step after it began (for the
+  // stateless deadline; empty right after beginRound).
+  std::optional<std::uint64_t> waitingSinceMs_;
 };
 
 }  // namespace gossip::engine

@@ -137,6 +137,25 @@ TEST_CASE("round driver: a stateless round mixes what it has at the deadline, an
   }
 }
 
+TEST_CASE("round driver: the stateless deadline counts from when the round waits, not from before its compute") {
+  // A round whose begin took longer than the deadline (the step that began it was given the time before
+  // the local steps and encoding): the round still waits the whole deadline once it is out.
+  RoundDriverOptions o{.rounds = 3, .roundTimeoutMs = 10};
+  Ring r(2, "deepsqueeze", o);
+  auto& d = *r.drivers.at(0);  // node 1 is never stepped: no frame of it comes
+  d.pump(0);
+  REQUIRE(d.step(0).event == RoundEvent::Began);
+  // The begin "took" 50 ms: the next step comes at 50, the first at which the node waits.
+  for (std::uint64_t now = 50; now < 60; ++now) {
+    d.pump(now);
+    CHECK(d.step(now).event == RoundEvent::Waiting);
+  }
+  d.pump(60);
+  const auto s = d.step(60);
+  CHECK(s.event == RoundEvent::Ended);
+  CHECK(s.deadline);
+}
+
 TEST_CASE("round driver: the start barrier holds replica rounds in every round, not only round 0") {
   // Three nodes train on a ring; at round 5 or later node 3 joins every view but never answers (its edges
   // with nodes 0 and 2 are never agreed). With the barrier, nodes 0 and 2 begin no round past the view
