@@ -25,8 +25,8 @@
 
 #include "core/error.h"
 #include "daemon/cli.h"
-#include "daemon/config.h"
-#include "daemon/http_address.h"
+#include "daemon/config/config.h"
+#include "daemon/config/http_address.h"
 
 namespace gossip::cmd {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "daemon/cli.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "daemon/node_runtime.h"
 
 namespace gossip::cmd {

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "daemon/cli.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "daemon/model_meta.h"
 #include "daemon/model_out.h"
 #include "daemon/sim_setup.h"

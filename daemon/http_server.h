@@ -23,8 +23,8 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/http_address.h"
-#include "daemon/log.h"
+#include "daemon/config/http_address.h"
+#include "daemon/log/log.h"
 
 namespace gossip::daemon {
 

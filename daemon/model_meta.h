@@ -2,7 +2,7 @@
 // What a user needs to load a node's model.npy: the model kind and its shape (model.json beside it).
 #include <nlohmann/json.hpp>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "training/dataset.h"
 #include "training/model.h"
 

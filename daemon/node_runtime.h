@@ -26,13 +26,13 @@
 // (rewritten every monitor.status_every_ms), checkpoints/ckpt-<round>.gsc (the newest
 // node.keep_checkpoints), model.npy + model.json (the model at every checkpoint and at the end).
 //
-// Logging (daemon/log.h): lines go to the loggers "node" (lifecycle, rounds), "membership" (member
+// Logging (daemon/log/log.h): lines go to the loggers "node" (lifecycle, rounds), "membership" (member
 // events), "bridge" and "http"; with an HTTP server on a loopback address, PUT /loglevel changes their
 // levels while the node runs (docs/daemon.md#logging).
 #include <memory>
 
-#include "daemon/config.h"
-#include "daemon/log.h"
+#include "daemon/config/config.h"
+#include "daemon/log/log.h"
 
 namespace gossip::daemon {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "daemon/memory_estimate.h"
+#include "daemon/config/memory_estimate.h"
 #include "sim/max_gossip.h"
 #include "training/data_loader.h"
 #include "training/model_factory.h"

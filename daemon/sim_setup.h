@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "compressors/compressor.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "sim/simulator.h"
 #include "training/dataset.h"
 #include "training/model.h"

@@ -27,7 +27,7 @@
 #include <string>
 
 #include "core/types.h"
-#include "daemon/log.h"
+#include "daemon/log/log.h"
 #include "training/dataset.h"
 
 namespace gossip::daemon {

@@ -6,7 +6,7 @@
 
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "training/external_gradient.h"
 
 namespace gossip::daemon {

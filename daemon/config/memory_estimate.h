@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace gossip::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/log.h"
+#include "daemon/log/log.h"
 
 #include <ctime>
 #include <iterator>

@@ -7,11 +7,11 @@
 #include <variant>
 
 #include "core/error.h"
-#include "daemon/advertise.h"
-#include "daemon/config.h"
-#include "daemon/config_schema.h"
-#include "daemon/http_address.h"
-#include "daemon/log.h"
+#include "daemon/config/advertise.h"
+#include "daemon/config/config.h"
+#include "daemon/config/config_schema.h"
+#include "daemon/config/http_address.h"
+#include "daemon/log/log.h"
 
 namespace gossip::daemon {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/config_parse.h"
+#include "daemon/config/config_parse.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <variant>
 
-#include "daemon/config_schema.h"
+#include "daemon/config/config_schema.h"
 
 namespace gossip::daemon::detail {
 namespace {

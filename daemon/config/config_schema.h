@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace gossip::daemon::detail {
 

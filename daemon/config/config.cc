@@ -1,4 +1,4 @@
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,8 +11,8 @@
 #include <variant>
 
 #include "core/error.h"
-#include "daemon/config_parse.h"
-#include "daemon/config_schema.h"
+#include "daemon/config/config_parse.h"
+#include "daemon/config/config_schema.h"
 
 namespace gossip::daemon {
 namespace {

@@ -52,7 +52,7 @@ inline constexpr std::array<std::string_view, 4> kModelKinds{"softmax", "logisti
 inline constexpr std::array<std::string_view, 4> kDataFormats{"idx", "libsvm", "csv", "synthetic"};
 inline constexpr std::array<std::string_view, 3> kScalings{"none", "minmax", "standardize"};
 inline constexpr std::array<std::string_view, 3> kPartitions{"iid", "label_sorted", "dirichlet"};
-// node.log_level and node.log_format (daemon/log.h parses them; the test checks the lists agree).
+// node.log_level and node.log_format (daemon/log/log.h parses them; the test checks the lists agree).
 inline constexpr std::array<std::string_view, 6> kLogLevels{"info", "trace", "debug", "warn", "error", "off"};
 inline constexpr std::array<std::string_view, 2> kLogFormats{"text", "json"};
 inline constexpr std::array<std::string_view, 2> kTrainerModes{"model", "gradient"};
@@ -61,7 +61,7 @@ inline constexpr std::array<std::string_view, 2> kTrainerModes{"model", "gradien
 inline constexpr std::array<std::string_view, 3> kModelModeAlgorithms{"dpsgd", "deepsqueeze", "choco"};
 
 // Node ids (and cluster.nodes) are capped: a sim holds one state and one data shard per id, so an id like
-// 1000000 is a typo, not a plan (the memory estimate, daemon/memory_estimate.h, checks the rest).
+// 1000000 is a typo, not a plan (the memory estimate, daemon/config/memory_estimate.h, checks the rest).
 inline constexpr std::uint32_t kMaxNodes = 65536;
 
 struct NodeConfig {
@@ -72,7 +72,7 @@ struct NodeConfig {
   std::string data_dir = "./gossipd-data";   // checkpoints and keys of this node
   std::uint64_t checkpoint_every = 100;      // run: rounds between checkpoints (0 = only at exit)
   std::uint32_t keep_checkpoints = 3;        // run: newest checkpoints kept
-  std::string log_level = "info";            // run: every logger's level (daemon/log.h)
+  std::string log_level = "info";            // run: every logger's level (daemon/log/log.h)
   std::string log_levels;                    // run: per-logger overrides, "membership=debug,engine=warn"
   std::string log_format = "text";           // run: text | json (JSON lines)
 };

@@ -1,4 +1,4 @@
-#include "daemon/config_schema.h"
+#include "daemon/config/config_schema.h"
 
 #include <algorithm>
 #include <array>

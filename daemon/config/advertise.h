@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace gossip::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/http_address.h"
+#include "daemon/config/http_address.h"
 
 #include <arpa/inet.h>
 

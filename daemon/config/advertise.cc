@@ -1,4 +1,4 @@
-#include "daemon/advertise.h"
+#include "daemon/config/advertise.h"
 
 #include <algorithm>
 #include <cctype>

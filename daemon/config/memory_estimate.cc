@@ -1,4 +1,4 @@
-#include "daemon/memory_estimate.h"
+#include "daemon/config/memory_estimate.h"
 
 #include <algorithm>
 #include <cmath>

@@ -11,7 +11,7 @@
 
 #include <toml++/toml.h>
 
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace gossip::daemon::detail {
 
