@@ -1,4 +1,4 @@
-#include "daemon/cluster_view.h"
+#include "daemon/monitor/cluster_view.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "daemon/cluster_status.h"
+#include "daemon/monitor/cluster_status.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 #pragma once
 // The live dashboard served at / by every node (docs/monitoring.md#dashboard): index.html, dashboard.js
-// and dashboard.css from daemon/dashboard/, with Debian's Chart.js 3 and d3 v3, all embedded in the binary
-// (daemon/dashboard_assets.S). The page polls /cluster once a second.
+// and dashboard.css from daemon/monitor/dashboard/, with Debian's Chart.js 3 and d3 v3, all embedded in the binary
+// (daemon/monitor/dashboard_assets.S). The page polls /cluster once a second.
 
 namespace gossip::daemon {
 

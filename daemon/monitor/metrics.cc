@@ -1,4 +1,4 @@
-#include "daemon/metrics.h"
+#include "daemon/monitor/metrics.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,7 +1,7 @@
 // Boost 1.74's Asio uses std::exchange without including <utility> (GCC 12, C++20): include it first.
 #include <utility>
 
-#include "daemon/http_server.h"
+#include "daemon/monitor/http_server.h"
 
 #include <csignal>
 #include <functional>

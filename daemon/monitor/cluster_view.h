@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/types.h"
-#include "daemon/cluster_status.h"
+#include "daemon/monitor/cluster_status.h"
 #include "engine/view.h"
 #include "peer/membership.h"
 

@@ -77,7 +77,7 @@ struct NodeMetrics {
   std::uint64_t state_transfers_received = 0;
   std::vector<MemberSample> members;  // other members, self excluded
   // The mixing row of this node in its current view graph (none before the first view), and the spectral
-  // gap 1 - ||W - 11^T/n||_2 of that graph's W (none above daemon/cluster_view.h's size limit).
+  // gap 1 - ||W - 11^T/n||_2 of that graph's W (none above daemon/monitor/cluster_view.h's size limit).
   std::optional<double> self_weight;
   std::vector<std::pair<std::string, double>> mixing_weights;  // (peer id, w_ij)
   std::optional<double> spectral_gap;
@@ -86,7 +86,7 @@ struct NodeMetrics {
   std::optional<double> checkpoint_age_seconds;  // only once this process wrote a checkpoint
   std::uint64_t last_checkpoint_round = 0;
   double uptime_seconds = 0;
-  bool drift_warning = false;  // daemon/drift_watch.h gave its warning
+  bool drift_warning = false;  // daemon/monitor/drift_watch.h gave its warning
   // trainer.enable only (docs/trainer.md): the bridge's state, rounds begun from the trainer's requests,
   // and the time in its shared-memory copies.
   struct Trainer {

@@ -1,8 +1,8 @@
-#include "daemon/dashboard.h"
+#include "daemon/monitor/dashboard.h"
 
 #include <string>
 
-#include "daemon/http_server.h"
+#include "daemon/monitor/http_server.h"
 
 // Defined in dashboard_assets.S: each file's first byte and one past its last.
 #define GOSSIP_DASHBOARD_ASSET(name) extern "C" const char gossip_dashboard_##name##_begin[], gossip_dashboard_##name##_end[];
