@@ -193,7 +193,7 @@ struct SecurityConfig {
   std::string keys_dir;  // required when enable = true
 };
 
-// run: serve a local trainer process instead of a built-in model (docs/trainer.md, daemon/trainer_bridge.h).
+// run: serve a local trainer process instead of a built-in model (docs/trainer.md, daemon/bridge/trainer_bridge.h).
 struct TrainerConfig {
   bool enable = false;
   std::string mode = "model";              // model: the trainer steps, the daemon mixes; gradient: the daemon steps

@@ -9,7 +9,7 @@
 //   hasRequest()    a trainer waits for a round: readRequest() moves its parameters (model mode) or its
 //                   gradient (gradient mode) into the algorithm's float64 state, one conversion pass
 //   finishRound()   writes the mixed model back into the shared memory (one conversion pass) and replies
-// The conversion passes are streaming and split over threads (daemon/param_copy.h), which is what brings a
+// The conversion passes are streaming and split over threads (daemon/bridge/param_copy.h), which is what brings a
 // round of the bridge under two memcpys of the parameters (docs/results.md §10).
 // Why shared memory and not the parameters inside the messages: a trainer's tensors can be views into the
 // mapping, so a round costs the trainer no copy at all and the daemon one read and one write of the model,

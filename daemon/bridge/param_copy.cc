@@ -1,4 +1,4 @@
-#include "daemon/param_copy.h"
+#include "daemon/bridge/param_copy.h"
 
 #include <algorithm>
 #include <cstdint>

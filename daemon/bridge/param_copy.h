@@ -1,6 +1,6 @@
 #pragma once
 // Moving a trainer's parameters between its shared memory and the algorithm's float64 state
-// (daemon/trainer_bridge.h). This is the whole per-round cost of the bridge besides two small messages, so
+// (daemon/bridge/trainer_bridge.h). This is the whole per-round cost of the bridge besides two small messages, so
 // it is written for memory bandwidth (bench/bench_trainer_bridge.cc, docs/results.md §10):
 //  - streaming (non-temporal) stores: the destination is not read first (a plain store loop reads every
 //    destination line before writing it, a third more traffic), and the values go to memory, not into the

@@ -1,4 +1,4 @@
-#include "daemon/trainer_bridge.h"
+#include "daemon/bridge/trainer_bridge.h"
 
 #include <atomic>
 #include <chrono>
@@ -20,8 +20,8 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
-#include "daemon/bridge_errors.h"
-#include "daemon/param_copy.h"
+#include "daemon/bridge/bridge_errors.h"
+#include "daemon/bridge/param_copy.h"
 
 namespace gossip::daemon {
 namespace {
@@ -92,7 +92,7 @@ std::uint64_t nowNs() {
 
 struct TrainerBridge::Impl {
   TrainerBridgeOptions o;
-  unsigned threads = copyThreads(o.copy_threads);  // for the parameter copies (daemon/param_copy.h)
+  unsigned threads = copyThreads(o.copy_threads);  // for the parameter copies (daemon/bridge/param_copy.h)
   std::string endpoint;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
@@ -161,7 +161,7 @@ struct TrainerBridge::Impl {
       // EHOSTUNREACH (router_mandatory): the trainer's connection is gone; the monitor will say so.
     }
   }
-  // {"op":"error","code":...,"error":why}: the code for programs (daemon/bridge_errors.h), the text for people.
+  // {"op":"error","code":...,"error":why}: the code for programs (daemon/bridge/bridge_errors.h), the text for people.
   void error(const std::string& identity, BridgeError code, const std::string& why) {
     ++stats.protocol_errors;
     send(identity, {{"op", "error"}, {"code", bridgeErrorCode(code)}, {"error", why}});

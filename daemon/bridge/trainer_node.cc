@@ -1,4 +1,4 @@
-#include "daemon/trainer_node.h"
+#include "daemon/bridge/trainer_node.h"
 
 #include <algorithm>
 
