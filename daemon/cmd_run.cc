@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "daemon/cli.h"
 #include "daemon/config/config.h"
-#include "daemon/node_runtime.h"
+#include "daemon/node/node_runtime.h"
 
 namespace gossip::cmd {
 namespace {

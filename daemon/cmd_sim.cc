@@ -16,9 +16,9 @@
 #include "core/error.h"
 #include "daemon/cli.h"
 #include "daemon/config/config.h"
-#include "daemon/model_meta.h"
-#include "daemon/model_out.h"
-#include "daemon/sim_setup.h"
+#include "daemon/node/model_meta.h"
+#include "daemon/node/model_out.h"
+#include "daemon/node/sim_setup.h"
 #include "core/consensus_watch.h"
 #include "sim/simulator.h"
 

@@ -102,7 +102,7 @@ struct AlgorithmConfig {
   std::string name = "dpsgd";
   double lr = 0.1;                      // eta_0 of the step-size schedule (lrSchedule())
   // eta_0 from the data instead of lr, 1/L (full gradient) or 1/(3 L_sample), L the largest
-  // over the nodes, agreed by max-gossip (training/smoothness.h, daemon/sim_setup.cc).
+  // over the nodes, agreed by max-gossip (training/smoothness.h, daemon/node/sim_setup.cc).
   bool lr_auto = false;
   std::string lr_schedule = "constant";
   double lr_decay = 0.1;                // step: factor per period; inverse: slope

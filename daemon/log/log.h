@@ -12,7 +12,7 @@
 //
 // Levels: node.log_level sets every logger, node.log_levels ("membership=debug,engine=warn") overrides
 // single loggers, and Loggers::setLevel changes one or all of them on a running node (the HTTP endpoint
-// PUT /loglevel, daemon/node_runtime.cc).
+// PUT /loglevel, daemon/node/node_runtime.cc).
 //
 // Why daemon/ and not core/: only the daemon decides where lines go and in which format. A layer below
 // that wants to log gets a std::shared_ptr<spdlog::logger> injected (STYLE.md §4) and depends on spdlog,

@@ -1,4 +1,4 @@
-#include "daemon/sim_setup.h"
+#include "daemon/node/sim_setup.h"
 
 #include <algorithm>
 #include <cstdio>

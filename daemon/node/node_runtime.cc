@@ -1,4 +1,4 @@
-#include "daemon/node_runtime.h"
+#include "daemon/node/node_runtime.h"
 
 #include <algorithm>
 #include <chrono>
@@ -31,9 +31,9 @@
 #include "daemon/monitor/http_server.h"
 #include "daemon/log/log.h"
 #include "daemon/monitor/metrics.h"
-#include "daemon/model_meta.h"
-#include "daemon/model_out.h"
-#include "daemon/sim_setup.h"
+#include "daemon/node/model_meta.h"
+#include "daemon/node/model_out.h"
+#include "daemon/node/sim_setup.h"
 #include "daemon/bridge/trainer_bridge.h"
 #include "daemon/bridge/trainer_node.h"
 #include "engine/checkpoint.h"

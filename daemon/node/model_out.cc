@@ -1,4 +1,4 @@
-#include "daemon/model_out.h"
+#include "daemon/node/model_out.h"
 
 #include <cerrno>
 #include <cstring>
