@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "daemon/cli.h"
+#include "daemon/cli/cli.h"
 #include "daemon/config/config.h"
 #include "daemon/node/model_meta.h"
 #include "daemon/node/model_out.h"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "daemon/cli.h"
+#include "daemon/cli/cli.h"
 
 namespace gossip::cmd {
 namespace {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "daemon/cli.h"
+#include "daemon/cli/cli.h"
 #include "topology/topology.h"
 
 namespace gossip::cmd {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/cli.h"
+#include "daemon/cli/cli.h"
 #include "peer/curve_keys.h"
 
 namespace gossip::cmd {

@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "daemon/cli.h"
+#include "daemon/cli/cli.h"
 #include "daemon/config/config.h"
 #include "daemon/config/http_address.h"
 

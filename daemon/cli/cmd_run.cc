@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "daemon/cli.h"
+#include "daemon/cli/cli.h"
 #include "daemon/config/config.h"
 #include "daemon/node/node_runtime.h"
 
