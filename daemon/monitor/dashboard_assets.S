@@ -1,6 +1,6 @@
 // The dashboard's files (daemon/monitor/dashboard.h), embedded in the binary with .incbin, so that a node serves
 // its dashboard with nothing installed beside it. Each GOSSIP_DASHBOARD_* macro is the file's absolute
-// path as a quoted string, passed by daemon/CMakeLists.txt as a compile definition of this file; quoted,
+// path as a quoted string, passed by daemon/monitor/CMakeLists.txt as a compile definition of this file; quoted,
 // the preprocessor leaves it alone (unquoted, a path component such as "linux" or "unix" would be
 // expanded as GCC's predefined macro). The assembler does not report .incbin files as dependencies, so
 // CMake lists them in OBJECT_DEPENDS.
