@@ -7,7 +7,7 @@
 //           into its parameters (what the bridge would do without shared memory)
 // and, as the floor of both, `convert`: float32 -> float64 -> float32 of the model in memory, which the daemon
 // needs anyway because the algorithms keep float64 state. The shm bridge runs twice, with its copies on one
-// thread and on --threads (daemon/param_copy.h: streaming stores, split over threads), and the conversion
+// thread and on --threads (daemon/bridge/param_copy.h: streaming stores, split over threads), and the conversion
 // floor is timed three ways: Eigen's cast (the bridge's code before param_copy), the param_copy kernels on
 // one thread and on --threads. A memcpy on --threads is there to say what the extra threads buy a plain
 // copy too. No algorithm work is included: the time is the bridge's alone. The trainer side runs in a second
@@ -30,8 +30,8 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
-#include "daemon/param_copy.h"
-#include "daemon/trainer_bridge.h"
+#include "daemon/bridge/param_copy.h"
+#include "daemon/bridge/trainer_bridge.h"
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;

@@ -52,7 +52,7 @@ enum class FrameKind : std::uint8_t {
   Membership = 6,   // membership gossip (daemon)
   EdgeHello = 7,    // linked mode: "I want this edge; my next round is `round`" (both ends send one)
   EdgeClose = 8,    // linked mode: "I use this edge up to and including round `round`, no further"
-  Status = 9,       // monitoring: the sender's table of node summaries (daemon/cluster_status.h)
+  Status = 9,       // monitoring: the sender's table of node summaries (daemon/monitor/cluster_status.h)
 };
 bool validKind(std::uint8_t k);
 

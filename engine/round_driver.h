@@ -1,6 +1,6 @@
 #pragma once
 // RoundDriver: the one place that decides when a linked-mode engine begins and ends its rounds. The daemon
-// (daemon/node_runtime.cc), the seeded protocol test (tests/unit/engine/test_links.cc) and the fuzz rig
+// (daemon/node/node_runtime.cc), the seeded protocol test (tests/unit/engine/test_links.cc) and the fuzz rig
 // (fuzz/engine_rig.cc) all step their engines through it, so the tests run the policy production runs.
 //
 // A step does at most one of:

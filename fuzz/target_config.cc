@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 #include "fuzz/targets.h"
 
 namespace gossip::fuzz {

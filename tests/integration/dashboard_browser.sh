@@ -17,7 +17,7 @@ for f in /usr/bin/chromium /usr/bin/chromedriver; do
 done
 "$PY" -c 'import selenium' 2>/dev/null || { echo "SKIP: python3-selenium is not installed (make deps installs it)"; exit 77; }
 HERE=$(cd "$(dirname "$0")" && pwd)
-DASH="$HERE/../../daemon/dashboard"
+DASH="$HERE/../../daemon/monitor/dashboard"
 # Each run has its own deadline on top of the waits inside (which name what they awaited); SIGTERM lets
 # the script end its browser on the way out.
 browser() { timeout -k 10 "$1" "$PY" "$HERE/dashboard_browser.py" --dashboard-dir "$DASH" --work "$WORK" "${@:2}"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The daemon's drift warning (daemon/drift_watch.h, docs/monitoring.md): 4 daemons whose CHOCO consensus step
+# The daemon's drift warning (daemon/monitor/drift_watch.h, docs/monitoring.md): 4 daemons whose CHOCO consensus step
 # diverges (gamma = 1 with top-10%, not adapted) each log one warning and show it in status.json as drift_warning; the
 # same cluster with a stable step (gamma = 0.4, top-20%) shows none over 1,500 rounds.
 GOSSIPD=$1

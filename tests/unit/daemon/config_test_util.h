@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "daemon/config.h"
+#include "daemon/config/config.h"
 
 namespace gossip::daemon::testutil {
 

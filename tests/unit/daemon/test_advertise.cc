@@ -1,9 +1,9 @@
-// node.advertise: the endpoint a node hands its peers (daemon/advertise.h), and the validation that keeps a
+// node.advertise: the endpoint a node hands its peers (daemon/config/advertise.h), and the validation that keeps a
 // wildcard bind from being advertised (a container binds tcp://0.0.0.0:7000 and advertises its name).
 #include <doctest/doctest.h>
 
-#include "daemon/advertise.h"
-#include "daemon/http_address.h"
+#include "daemon/config/advertise.h"
+#include "daemon/config/http_address.h"
 #include "tests/unit/daemon/config_test_util.h"
 
 namespace gossip::daemon {

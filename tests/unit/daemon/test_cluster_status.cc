@@ -1,4 +1,4 @@
-// Status gossip for /cluster (daemon/cluster_status.h): the newest summary per node wins, a node's own
+// Status gossip for /cluster (daemon/monitor/cluster_status.h): the newest summary per node wins, a node's own
 // entry is never overwritten by hearsay, and decoding refuses every malformed table.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "daemon/cluster_status.h"
+#include "daemon/monitor/cluster_status.h"
 
 using gossip::Bytes;
 using gossip::DecodeError;

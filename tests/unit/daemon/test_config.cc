@@ -10,7 +10,7 @@
 #include <string>
 
 #include "algorithms/algorithm.h"
-#include "daemon/log.h"
+#include "daemon/log/log.h"
 #include "tests/unit/daemon/config_test_util.h"
 
 namespace gossip::daemon {

@@ -1,4 +1,4 @@
-// DriftWatch (daemon/drift_watch.h): the daemon's local drift warning. A steady disagreement, noisy from
+// DriftWatch (daemon/monitor/drift_watch.h): the daemon's local drift warning. A steady disagreement, noisy from
 // round to round, never warns; one that falls and then doubles every 100 rounds warns once, with the round;
 // a ratio above 1 from the start alone does not warn, a model that blows up does; rounds that mixed nothing
 // (NaN) are skipped.
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "daemon/drift_watch.h"
+#include "daemon/monitor/drift_watch.h"
 
 using gossip::Round;
 using gossip::daemon::DriftWatch;

@@ -1,4 +1,4 @@
-// daemon/log.h: level names, node.log_levels overrides, JSON escaping, both line formats, and loggers
+// daemon/log/log.h: level names, node.log_levels overrides, JSON escaping, both line formats, and loggers
 // sharing one sink whose levels change at run time.
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <spdlog/sinks/base_sink.h>
 
 #include "core/error.h"
-#include "daemon/log.h"
+#include "daemon/log/log.h"
 
 namespace gossip::logging {
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "daemon/memory_estimate.h"
+#include "daemon/config/memory_estimate.h"
 #include "tests/unit/daemon/config_test_util.h"
 
 namespace gossip::daemon {

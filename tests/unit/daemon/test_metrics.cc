@@ -1,4 +1,4 @@
-// /metrics writer (daemon/metrics.h): the exposition format, checked line by line.
+// /metrics writer (daemon/monitor/metrics.h): the exposition format, checked line by line.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/metrics.h"
+#include "daemon/monitor/metrics.h"
 
 using namespace gossip::daemon;
 

@@ -10,7 +10,7 @@
 
 #include <unistd.h>
 
-#include "daemon/model_out.h"
+#include "daemon/node/model_out.h"
 
 using namespace gossip;
 

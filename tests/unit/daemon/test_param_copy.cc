@@ -1,4 +1,4 @@
-// The trainer bridge's conversions (daemon/param_copy.h) against static_cast, bit for bit: every size
+// The trainer bridge's conversions (daemon/bridge/param_copy.h) against static_cast, bit for bit: every size
 // around the vector width and the parallel threshold, unaligned starts, thread counts that do not divide
 // the size, and the values where a conversion could differ (halfway cases, overflow, subnormals, NaN).
 #include <bit>
@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "daemon/param_copy.h"
+#include "daemon/bridge/param_copy.h"
 
 using gossip::daemon::copyInto;
 using gossip::daemon::copyThreads;

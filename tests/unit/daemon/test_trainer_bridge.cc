@@ -18,8 +18,8 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
-#include "daemon/bridge_errors.h"
-#include "daemon/trainer_bridge.h"
+#include "daemon/bridge/bridge_errors.h"
+#include "daemon/bridge/trainer_bridge.h"
 
 using namespace gossip;
 using daemon::TrainerBridge;

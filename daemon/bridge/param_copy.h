@@ -1,0 +1,31 @@
+#pragma once
+// Moving a trainer's parameters between its shared memory and the algorithm's float64 state
+// (daemon/bridge/trainer_bridge.h). This is the whole per-round cost of the bridge besides two small messages, so
+// it is written for memory bandwidth (bench/bench_trainer_bridge.cc, docs/results.md §10):
+//  - streaming (non-temporal) stores: the destination is not read first (a plain store loop reads every
+//    destination line before writing it, a third more traffic), and the values go to memory, not into the
+//    caches the next pass would have to evict. Measured before choosing: a conversion followed by a pass
+//    that reads its output was faster with streaming stores than with plain ones, so the cost is not just
+//    moved to the reader.
+//  - several threads for a large model: one core cannot convert as fast as the memory moves the bytes
+//    (two threads convert 1.3-1.5x faster than one here, while two threads copy no faster than one),
+//    and the trainer, the only other user of the machine's cores in that moment, is blocked waiting for
+//    the reply.
+// SSE2 only, the x86-64 baseline, so the binary runs on every x86-64 machine without dispatch (wider vectors
+// were not tried: the threads were the larger win). Results are bit-identical to static_cast (round to
+// nearest, the default rounding mode) on every platform.
+#include <cstddef>
+#include <span>
+
+namespace gossip::daemon {
+
+// The threads a conversion uses: `configured` (trainer.copy_threads), or with 0 the machine's cores up to 4.
+unsigned copyThreads(unsigned configured);
+
+// dst[i] = src[i]; the spans must have equal sizes and must not overlap. Vectors below ~1M values use one
+// thread whatever `threads` says: starting a thread would cost more than it saves.
+void widenInto(std::span<const float> src, std::span<double> dst, unsigned threads);
+void narrowInto(std::span<const double> src, std::span<float> dst, unsigned threads);
+void copyInto(std::span<const double> src, std::span<double> dst, unsigned threads);
+
+}  // namespace gossip::daemon

@@ -1,0 +1,444 @@
+#include "daemon/bridge/trainer_bridge.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "core/error.h"
+#include "daemon/bridge/bridge_errors.h"
+#include "daemon/bridge/param_copy.h"
+
+namespace gossip::daemon {
+namespace {
+
+using json = nlohmann::json;
+using training::Vec;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr std::uint64_t kKeepaliveMs = 1000;
+
+// One POSIX shared-memory file, mapped read-write; unlinked when dropped (a trainer that still maps it
+// keeps its pages until it unmaps).
+class SharedMemory {
+ public:
+  SharedMemory(std::string name, std::size_t bytes) : name_(std::move(name)), bytes_(bytes) {
+    const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) throw IoError("trainer bridge: cannot create shared memory '" + name_ + "': " + std::strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      const int err = errno;
+      close(fd);
+      shm_unlink(name_.c_str());
+      throw IoError("trainer bridge: cannot size shared memory '" + name_ + "' to " + std::to_string(bytes_) +
+                    " bytes: " + std::strerror(err));
+    }
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    const int err = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+      shm_unlink(name_.c_str());
+      throw IoError("trainer bridge: cannot map shared memory '" + name_ + "': " + std::strerror(err));
+    }
+    data_ = static_cast<std::byte*>(p);
+  }
+  ~SharedMemory() {
+    munmap(data_, bytes_);
+    shm_unlink(name_.c_str());
+  }
+  SharedMemory(const SharedMemory&) = delete;
+  SharedMemory& operator=(const SharedMemory&) = delete;
+  std::byte* data() const { return data_; }
+  std::string path() const { return "/dev/shm" + name_; }
+
+ private:
+  std::string name_;
+  std::size_t bytes_;
+  std::byte* data_ = nullptr;
+};
+
+// A daemon killed with SIGKILL leaves its shared memory behind (/dev/shm/gossipd-UID-NODE-PID-SERIAL):
+// remove this node's files whose daemon is no longer running, so that restarts do not pile up model-sized
+// files in RAM. A file of a live process (another cluster's node with the same id) is left alone.
+void removeStaleSharedMemory(PeerId node) {
+  const std::string prefix = "gossipd-" + std::to_string(getuid()) + "-" + std::to_string(node) + "-";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const auto pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) shm_unlink(("/" + name).c_str());
+  }
+}
+
+std::uint64_t nowNs() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+}  // namespace
+
+struct TrainerBridge::Impl {
+  TrainerBridgeOptions o;
+  unsigned threads = copyThreads(o.copy_threads);  // for the parameter copies (daemon/bridge/param_copy.h)
+  std::string endpoint;
+  zmq::context_t ctx{1};
+  zmq::socket_t router{ctx, zmq::socket_type::router};
+  zmq::socket_t monitor{ctx, zmq::socket_type::pair};
+  int connections = 0;
+  TrainerStats stats;
+  std::uint64_t shmSerial = 0;
+
+  // The attached trainer.
+  struct Trainer {
+    std::string identity;  // ROUTER routing id of its DEALER
+    std::size_t dim = 0;
+    bool f64 = false;
+    long long pid = 0;
+    std::unique_ptr<SharedMemory> shm;
+    bool awaitingInit = false;  // attached with init:true, init not received yet
+  };
+  std::optional<Trainer> trainer;
+  bool everAttached = false;
+  std::uint64_t lastHeard = 0;
+  enum class Op { None, Mix, Grad };
+  Op pending = Op::None;
+  double pendingLoss = kNaN;
+  std::string serving;  // identity whose request the current round serves ("" : none)
+  std::uint64_t nextKeepalive = 0;
+  std::optional<Vec> initial;
+  std::string initFrom;  // identity to answer `ready`
+  bool done = false;
+  Round doneRound = 0;
+  double accuracy = kNaN, loss = kNaN;
+  bool current = false;  // the trainer holds the node's model as it is now
+  std::uint64_t lastPoll = 0;  // ms of the last poll()
+
+  explicit Impl(TrainerBridgeOptions opts) : o(std::move(opts)) {
+    if (!o.log) o.log = logging::nullLogger("bridge");
+    const std::string path = (o.data_dir / "trainer.sock").string();
+    if (path.size() >= sizeof(sockaddr_un{}.sun_path))
+      throw ConfigError("node.data_dir: '" + o.data_dir.string() + "' is too long for the trainer socket (" +
+                        std::to_string(path.size()) + " characters; unix sockets allow " +
+                        std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
+    endpoint = "ipc://" + path;
+    removeStaleSharedMemory(o.node);
+    router.set(zmq::sockopt::linger, 0);
+    router.set(zmq::sockopt::router_mandatory, 1);
+    const std::string monAddr = "inproc://trainer-monitor";
+    if (zmq_socket_monitor(router.handle(), monAddr.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0)
+      throw IoError("trainer bridge: zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect(monAddr);
+    try {
+      router.bind(endpoint);
+    } catch (const zmq::error_t& e) {
+      throw IoError("trainer bridge: cannot bind " + endpoint + ": " + e.what());
+    }
+    // Only this user may attach: a trainer can replace the model and read it (the shared memory is 0600 too).
+    if (::chmod(path.c_str(), 0600) != 0)
+      throw IoError("trainer bridge: cannot restrict '" + path + "' to its owner: " + std::strerror(errno));
+  }
+
+  void send(const std::string& identity, const json& body) {
+    const std::string text = body.dump();
+    try {
+      router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+      router.send(zmq::buffer(text), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // EHOSTUNREACH (router_mandatory): the trainer's connection is gone; the monitor will say so.
+    }
+  }
+  // {"op":"error","code":...,"error":why}: the code for programs (daemon/bridge/bridge_errors.h), the text for people.
+  void error(const std::string& identity, BridgeError code, const std::string& why) {
+    ++stats.protocol_errors;
+    send(identity, {{"op", "error"}, {"code", bridgeErrorCode(code)}, {"error", why}});
+  }
+  bool isTrainer(const std::string& identity) const { return trainer && trainer->identity == identity; }
+
+  void detach(const char* why) {
+    if (!trainer) return;
+    o.log->warn("trainer detached ({}); following the neighbours with the last model", why);
+    trainer.reset();
+    pending = Op::None;
+    serving.clear();
+  }
+
+  void readMonitor() {
+    for (;;) {
+      zmq::message_t event, address;
+      if (!monitor.recv(event, zmq::recv_flags::dontwait)) return;
+      if (event.more()) (void)monitor.recv(address, zmq::recv_flags::none);
+      if (event.size() < 2) continue;
+      std::uint16_t kind = 0;
+      std::memcpy(&kind, event.data(), sizeof kind);
+      if (kind == ZMQ_EVENT_ACCEPTED) ++connections;
+      if (kind == ZMQ_EVENT_DISCONNECTED && connections > 0 && --connections == 0) detach("its connection closed");
+    }
+  }
+
+  // The node's model into the parameters region: the trainer then holds the model as it is now.
+  void writeModel(const Vec& x) {
+    const auto t0 = nowNs();
+    const std::span<const double> src(x.data(), static_cast<std::size_t>(x.size()));
+    if (trainer->f64)
+      copyInto(src, {reinterpret_cast<double*>(trainer->shm->data()), src.size()}, threads);
+    else
+      narrowInto(src, {reinterpret_cast<float*>(trainer->shm->data()), src.size()}, threads);
+    stats.copy_ns += nowNs() - t0;
+    current = true;
+  }
+  // The parameters (region 0) or the gradient (region 1) into dst, as float64.
+  void readRegion(int region, Vec& dst) {
+    const auto t0 = nowNs();
+    const std::byte* src = trainer->shm->data() + region * trainer->dim * (trainer->f64 ? 8 : 4);
+    dst.resize(static_cast<Eigen::Index>(trainer->dim));
+    const std::span<double> out(dst.data(), trainer->dim);
+    if (trainer->f64)
+      copyInto({reinterpret_cast<const double*>(src), out.size()}, out, threads);
+    else
+      widenInto({reinterpret_cast<const float*>(src), out.size()}, out, threads);
+    stats.copy_ns += nowNs() - t0;
+  }
+
+  void onAttach(const std::string& id, const json& m, std::uint64_t now, const Vec* model, Round next) {
+    // The fields are read as json and their types checked: value<T>() throws on a field of another type, which
+    // would leave poll() and end the daemon.
+    const json version = m.value("version", json(0));
+    if (version != 1)
+      return error(id, BridgeError::VersionUnsupported,
+                   "protocol version " + version.dump() + " is not supported (this daemon speaks version 1)");
+    if (!m.contains("dim") || !m["dim"].is_number_unsigned() || m["dim"].get<std::uint64_t>() == 0)
+      return error(id, BridgeError::BadDim, "attach needs dim, the number of parameters (a positive integer)");
+    const auto dim = m["dim"].get<std::uint64_t>();
+    const json dtypeField = m.value("dtype", json("float32"));
+    const std::string dtype = dtypeField.is_string() ? dtypeField.get<std::string>() : dtypeField.dump();
+    if (dtype != "float32" && dtype != "float64")
+      return error(id, BridgeError::BadDtype, "dtype '" + dtype + "' is not supported (float32 or float64)");
+    if (model && static_cast<std::uint64_t>(model->size()) != dim)
+      return error(id, BridgeError::DimMismatch,
+                   "trainer has " + std::to_string(dim) + " parameters, the daemon's model has " + std::to_string(model->size()));
+    if (trainer && trainer->identity != id) {
+      if (pending != Op::None || !serving.empty()) error(trainer->identity, BridgeError::Replaced, "replaced by another trainer");
+      o.log->info("trainer replaced by a new attach");
+    }
+    pending = Op::None;
+    serving.clear();
+    const std::size_t item = dtype == "float64" ? 8 : 4;
+    Trainer t;
+    t.identity = id;
+    t.dim = dim;
+    t.f64 = item == 8;
+    t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
+    trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
+    t.shm = std::make_unique<SharedMemory>(
+        "/gossipd-" + std::to_string(getuid()) + "-" + std::to_string(o.node) + "-" + std::to_string(getpid()) + "-" +
+            std::to_string(++shmSerial),
+        2 * dim * item);
+    t.awaitingInit = model == nullptr;
+    trainer = std::move(t);
+    everAttached = true;
+    lastHeard = now;
+    ++stats.attaches;
+    current = false;
+    if (model) writeModel(*model);
+    o.log->info("trainer attached (pid {}, {} parameters, {}){}", trainer->pid, dim, dtype,
+                model ? ", given the current model" : ", asked for the initial model");
+    send(id, {{"op", "attached"},
+              {"node", o.node},
+              {"nodes", o.nodes},
+              {"mode", o.gradient_mode ? "gradient" : "model"},
+              {"algorithm", o.algorithm},
+              {"dim", dim},
+              {"dtype", dtype},
+              {"shm", trainer->shm->path()},
+              {"round", next},
+              {"rounds", o.rounds},
+              {"init", model == nullptr}});
+  }
+
+  void onInit(const std::string& id) {
+    if (!isTrainer(id)) return error(id, BridgeError::NotAttached, "init before attach");
+    if (!trainer->awaitingInit)
+      return error(id, BridgeError::InitUnexpected, "init was not asked for (the daemon already has a model)");
+    Vec x;
+    readRegion(0, x);
+    if (!std::isfinite(x.squaredNorm()))  // still awaiting: the trainer may send init again
+      return error(id, BridgeError::NonfiniteInit, "the initial parameters hold a non-finite value");
+    trainer->awaitingInit = false;
+    initial = std::move(x);
+    initFrom = id;
+  }
+
+  void onRoundRequest(const std::string& id, const json& m, Op op, std::uint64_t now) {
+    if (!isTrainer(id)) return error(id, BridgeError::NotAttached, "not attached: send attach first");
+    if (trainer->awaitingInit) return error(id, BridgeError::InitFirst, "send init first: the daemon has no model yet");
+    if (op == Op::Mix && o.gradient_mode)
+      return error(id, BridgeError::WrongMode, "this daemon runs trainer.mode = 'gradient': send grad (client: step), not mix");
+    if (op == Op::Grad && !o.gradient_mode)
+      return error(id, BridgeError::WrongMode, "this daemon runs trainer.mode = 'model': send mix (client: mix), not grad");
+    if (pending != Op::None || !serving.empty())
+      return error(id, BridgeError::RequestPending, "a request is already waiting for its round");
+    if (done) return send(id, {{"op", "mixed"}, {"round", doneRound}, {"done", true}});
+    pending = op;
+    pendingLoss = m.contains("loss") && m["loss"].is_number() ? m["loss"].get<double>() : kNaN;
+    nextKeepalive = now + kKeepaliveMs;
+  }
+
+  void handle(const std::string& id, const std::string& text, std::uint64_t now, const Vec* model, Round next) {
+    json m;
+    try {
+      m = json::parse(text);
+    } catch (const json::exception&) {
+      return error(id, BridgeError::NotJson, "a message that is not JSON");
+    }
+    if (!m.is_object() || !m.contains("op") || !m["op"].is_string())
+      return error(id, BridgeError::NoOp, "a message without \"op\"");
+    if (isTrainer(id)) lastHeard = now;
+    const std::string op = m["op"].get<std::string>();
+    if (op == "attach") return onAttach(id, m, now, model, next);
+    if (op == "init") return onInit(id);
+    if (op == "mix") return onRoundRequest(id, m, Op::Mix, now);
+    if (op == "grad") return onRoundRequest(id, m, Op::Grad, now);
+    if (op == "report") {
+      if (m.contains("accuracy") && m["accuracy"].is_number()) accuracy = m["accuracy"].get<double>();
+      if (m.contains("loss") && m["loss"].is_number()) loss = m["loss"].get<double>();
+      return send(id, {{"op", "ok"}});
+    }
+    if (op == "detach") {
+      if (isTrainer(id)) detach("it said so");
+      return send(id, {{"op", "ok"}});
+    }
+    error(id, BridgeError::UnknownOp, "unknown op '" + op + "'");
+  }
+};
+
+TrainerBridge::TrainerBridge(TrainerBridgeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+TrainerBridge::~TrainerBridge() = default;
+
+const std::string& TrainerBridge::endpoint() const { return impl_->endpoint; }
+
+void TrainerBridge::poll(std::uint64_t nowMs, const Vec* model, Round next) {
+  Impl& i = *impl_;
+  i.lastPoll = nowMs;
+  i.readMonitor();
+  for (;;) {
+    zmq::message_t identity, body;
+    if (!i.router.recv(identity, zmq::recv_flags::dontwait)) break;
+    if (!identity.more()) continue;
+    (void)i.router.recv(body, zmq::recv_flags::none);
+    while (body.more()) {  // extra frames are not part of the protocol: drop them
+      zmq::message_t extra;
+      (void)i.router.recv(extra, zmq::recv_flags::none);
+      if (!extra.more()) break;
+    }
+    i.handle(identity.to_string(), body.to_string(), nowMs, model, next);
+  }
+  // Keepalives while the request waits to begin its round and while the round waits for the neighbours.
+  if (i.trainer && (i.pending != Impl::Op::None || !i.serving.empty()) && nowMs >= i.nextKeepalive) {
+    i.send(i.trainer->identity, {{"op", "wait"}, {"round", next}});
+    i.nextKeepalive = nowMs + kKeepaliveMs;
+  }
+}
+
+void TrainerBridge::waitReadable(int timeoutMs) {
+  zmq::pollitem_t items[] = {{impl_->router.handle(), 0, ZMQ_POLLIN, 0}, {impl_->monitor.handle(), 0, ZMQ_POLLIN, 0}};
+  zmq::poll(items, 2, std::chrono::milliseconds(timeoutMs));
+}
+
+std::optional<Vec> TrainerBridge::takeInitial() { return std::exchange(impl_->initial, std::nullopt); }
+
+void TrainerBridge::ready(const Vec& model, Round next) {
+  Impl& i = *impl_;
+  if (i.isTrainer(i.initFrom) && !i.trainer->awaitingInit && static_cast<std::size_t>(model.size()) == i.trainer->dim) {
+    i.writeModel(model);
+    i.send(i.initFrom, {{"op", "ready"}, {"round", next}});
+  }
+  i.initFrom.clear();
+}
+
+bool TrainerBridge::attached(std::uint64_t nowMs) const {
+  const Impl& i = *impl_;
+  if (!i.trainer || i.trainer->awaitingInit) return false;
+  return i.pending != Impl::Op::None || !i.serving.empty() || nowMs < i.lastHeard + i.o.idle_timeout_ms;
+}
+
+bool TrainerBridge::hasRequest() const { return impl_->pending != Impl::Op::None; }
+
+double TrainerBridge::readRequest(Vec& x, Vec& g) {
+  Impl& i = *impl_;
+  GOSSIP_CHECK(i.trainer && i.pending != Impl::Op::None, "no trainer request is waiting");
+  if (i.pending == Impl::Op::Mix)
+    i.readRegion(0, x);
+  else
+    i.readRegion(1, g);
+  i.pending = Impl::Op::None;
+  i.serving = i.trainer->identity;
+  return i.pendingLoss;
+}
+
+bool TrainerBridge::finishRound(const Vec& x, Round next, bool done) {
+  Impl& i = *impl_;
+  const std::string who = std::exchange(i.serving, std::string());
+  if (who.empty() || !i.isTrainer(who)) return false;  // the trainer left or was replaced during the round
+  i.writeModel(x);
+  ++i.stats.rounds_served;
+  i.lastHeard = i.lastPoll;  // the trainer's idle clock starts at our reply
+  i.send(who, {{"op", "mixed"}, {"round", next}, {"done", done}});
+  return true;
+}
+
+void TrainerBridge::modelChanged() { impl_->current = false; }
+bool TrainerBridge::trainerCurrent() const { return impl_->current; }
+
+void TrainerBridge::resync(const Vec& x, Round next) {
+  Impl& i = *impl_;
+  GOSSIP_CHECK(i.trainer && i.pending != Impl::Op::None, "no trainer request to answer");
+  i.pending = Impl::Op::None;
+  i.writeModel(x);
+  if (i.o.gradient_mode)
+    i.send(i.trainer->identity, {{"op", "grad_at"}, {"round", next}});
+  else
+    i.send(i.trainer->identity, {{"op", "mixed"}, {"round", next}, {"done", false}, {"resync", true}});
+}
+
+void TrainerBridge::askGradientAt(const Vec& x, Round t) {
+  Impl& i = *impl_;
+  const std::string who = std::exchange(i.serving, std::string());
+  if (who.empty() || !i.isTrainer(who)) return;
+  i.writeModel(x);
+  i.send(who, {{"op", "grad_at"}, {"round", t}});
+}
+
+void TrainerBridge::setDone(Round next) {
+  Impl& i = *impl_;
+  i.done = true;
+  i.doneRound = next;
+  if (i.trainer && i.pending != Impl::Op::None) {
+    i.pending = Impl::Op::None;
+    i.send(i.trainer->identity, {{"op", "mixed"}, {"round", next}, {"done", true}});
+  }
+}
+
+std::string TrainerBridge::stateName(std::uint64_t nowMs) const {
+  if (!impl_->everAttached) return "none";
+  return attached(nowMs) ? "attached" : "detached";
+}
+
+double TrainerBridge::reportedAccuracy() const { return impl_->accuracy; }
+double TrainerBridge::reportedLoss() const { return impl_->loss; }
+const TrainerStats& TrainerBridge::stats() const { return impl_->stats; }
+
+}  // namespace gossip::daemon

@@ -1,0 +1,111 @@
+#pragma once
+// TrainerBridge: the daemon's end of the trainer protocol (docs/trainer.md). A trainer process on the same
+// machine attaches over ZeroMQ (ROUTER at ipc://<data_dir>/trainer.sock, one JSON frame per message); the
+// parameters and the gradient never travel in messages but sit in a shared-memory file the bridge creates
+// per attach (/dev/shm, parameters then gradient, in the trainer's dtype).
+//
+// The bridge only talks and copies; NodeRuntime decides when a round runs:
+//   poll()          answers attach / init / report / detach at once, keeps a mix or grad request pending
+//   hasRequest()    a trainer waits for a round: readRequest() moves its parameters (model mode) or its
+//                   gradient (gradient mode) into the algorithm's float64 state, one conversion pass
+//   finishRound()   writes the mixed model back into the shared memory (one conversion pass) and replies
+// The conversion passes are streaming and split over threads (daemon/bridge/param_copy.h), which is what brings a
+// round of the bridge under two memcpys of the parameters (docs/results.md §10).
+// Why shared memory and not the parameters inside the messages: a trainer's tensors can be views into the
+// mapping, so a round costs the trainer no copy at all and the daemon one read and one write of the model,
+// the conversions to and from float64 it needs anyway (bench/trainer_bridge.sh measures both designs).
+//
+// Liveness: a socket monitor counts the trainer's connections; when the last one closes (the trainer
+// exited or was killed) the trainer is detached. An attached trainer that sends nothing for
+// idle_timeout_ms counts as detached until its next message. While a request waits for its round the
+// bridge sends {"op":"wait"} every second, so the client can tell a slow round from a dead daemon.
+// Not thread-safe: the runtime's thread drives it.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/types.h"
+#include "daemon/log/log.h"
+#include "training/dataset.h"
+
+namespace gossip::daemon {
+
+struct TrainerBridgeOptions {
+  std::filesystem::path data_dir;
+  bool gradient_mode = false;  // trainer.mode = "gradient"
+  PeerId node = 0;
+  std::uint32_t nodes = 1;     // cluster.nodes, so a trainer can take its shard of the data
+  std::string algorithm;
+  Round rounds = 0;
+  std::uint32_t idle_timeout_ms = 60000;
+  std::uint32_t copy_threads = 0;  // threads for the parameter copies, 0 = the machine's cores up to 4
+  logging::Logger log;             // attaches and detaches; null = none (the runtime passes "bridge")
+};
+
+struct TrainerStats {
+  std::uint64_t attaches = 0;
+  std::uint64_t rounds_served = 0;   // rounds begun from a trainer's request
+  std::uint64_t copy_ns = 0;         // time in the shared-memory reads and writes (conversions included)
+  std::uint64_t protocol_errors = 0; // requests answered with an error
+};
+
+class TrainerBridge {
+ public:
+  // Binds the socket; IoError if it cannot, ConfigError if data_dir makes the socket path too long.
+  explicit TrainerBridge(TrainerBridgeOptions options);
+  ~TrainerBridge();
+  TrainerBridge(const TrainerBridge&) = delete;
+  TrainerBridge& operator=(const TrainerBridge&) = delete;
+
+  const std::string& endpoint() const;
+
+  // Answers every waiting message. `model` is the daemon's current model, or null while it has none
+  // (first start: an attach is then asked for the trainer's parameters, see takeInitial). `next` is the
+  // round the node begins next.
+  void poll(std::uint64_t nowMs, const training::Vec* model, Round next);
+  // Blocks up to timeoutMs for a message on the bridge socket.
+  void waitReadable(int timeoutMs);
+
+  // First start: the parameters of the first trainer that attached and sent init (once). The trainer's
+  // init is answered with `ready` when the runtime calls ready(model) after building its node.
+  std::optional<training::Vec> takeInitial();
+  void ready(const training::Vec& model, Round next);
+
+  // A trainer is attached and has spoken within idle_timeout_ms.
+  bool attached(std::uint64_t nowMs) const;
+  bool hasRequest() const;
+  // Moves the pending request's input into the node: model mode x <- parameters, gradient mode
+  // g <- gradient. Returns the loss the trainer reported (NaN when it sent none).
+  double readRequest(training::Vec& x, training::Vec& g);
+  // The round the request began is over: parameters <- x, reply {"op":"mixed","round":next,"done":done}.
+  // False when the round served no request (the trainer was away, or left during the round).
+  bool finishRound(const training::Vec& x, Round next, bool done);
+  // Gradient mode, LEAD's start step: parameters <- x, reply {"op":"grad_at"}; the trainer answers with a
+  // new grad request.
+  void askGradientAt(const training::Vec& x, Round t);
+  // The node's model changed without the trainer seeing it (a round run without it, a state transfer):
+  // its next request was computed from an old model, so the runtime answers it with resync instead of
+  // running a round.
+  void modelChanged();
+  bool trainerCurrent() const;
+  // Discards the pending request and hands the trainer the current model: model mode replies
+  // {"op":"mixed","round":next,"done":false,"resync":true}, gradient mode {"op":"grad_at"}.
+  void resync(const training::Vec& x, Round next);
+  // The node ran its last round: requests from now on are answered with done at once.
+  void setDone(Round next);
+
+  // "attached", "waiting" (attached, no request), "detached" or "none" (never attached): status files.
+  std::string stateName(std::uint64_t nowMs) const;
+  // The last accuracy / loss the trainer reported with {"op":"report"} (NaN: none).
+  double reportedAccuracy() const;
+  double reportedLoss() const;
+  const TrainerStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gossip::daemon

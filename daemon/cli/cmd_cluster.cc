@@ -1,0 +1,426 @@
+// gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH] [--trainer CMD]
+// N `gossipd run` children on loopback with ephemeral ports and one data directory each, one progress
+// display for all of them, a clean stop on Ctrl-C, and a line for every child that dies (DESIGN.md §1).
+#include <algorithm>
+#include <chrono>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "daemon/cli/cli.h"
+#include "daemon/config/config.h"
+#include "daemon/config/http_address.h"
+
+namespace gossip::cmd {
+namespace {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Set by the signal handler, read by the supervisor loop: a lock-free atomic (async-signal-safe).
+std::atomic<bool> gInterrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "written from a signal handler");
+extern "C" void onClusterSignal(int) { gInterrupted.store(true, std::memory_order_relaxed); }
+
+constexpr const char* kClusterUsage =
+    "usage: gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]\n"
+    "                       [--trainer CMD]\n"
+    "  Starts N `gossipd run` nodes on this machine (loopback, ephemeral ports), node i with its data\n"
+    "  directory D/node-i (checkpoints, model.npy, status.json, log, http_port: each node serves\n"
+    "  /metrics and /status on node.http's host with a port of its own), and shows one progress line for\n"
+    "  all of them. Ctrl-C stops them cleanly (each writes a checkpoint and leaves). A second run on the\n"
+    "  same D resumes every node from its newest checkpoint.\n"
+    "  --nodes N      number of nodes, 1..1024 (sets cluster.nodes)\n"
+    "  --config F     TOML configuration shared by all nodes (docs/config.md)\n"
+    "  --set S.K=V    override one key for all nodes; repeatable\n"
+    "  --dir D        data directories go here (default ./gossipd-cluster)\n"
+    "  --bin PATH     the gossipd binary to start (default: this one)\n"
+    "  --http-port P  node 0's HTTP port (default 8080; another free port when 8080 is taken, 0 = any):\n"
+    "                 its dashboard at / shows the whole cluster (members gossip their progress); the\n"
+    "                 URL is printed once node 0 serves it\n"
+    "  --trainer CMD  beside each node, run CMD with /bin/sh (its output in D/node-i/trainer.log), with\n"
+    "                 GOSSIPD_DATA_DIR, GOSSIPD_NODE and GOSSIPD_NODES set; sets trainer.enable = true\n"
+    "                 (docs/trainer.md). Trainers still running 30 s after the last node ended are stopped.\n";
+
+// True when a TCP listener could bind ip:port now (the port is checked, not held: node 0 binds it a moment
+// later, and should someone take it in between, node 0 stops with one line naming node.http).
+bool portFree(const std::string& ip, std::uint16_t port) {
+  const bool v6 = ip.find(':') != std::string::npos;
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as the HTTP server does (Asio's default)
+  bool ok = false;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(port);
+    ok = ::inet_pton(AF_INET6, ip.c_str(), &a.sin6_addr) == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    ok = ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ::close(fd);
+  return ok;
+}
+
+struct Child {
+  PeerId id = 0;
+  pid_t pid = -1;
+  pid_t trainerPid = -1;               // --trainer: the trainer beside this node
+  std::optional<int> trainerStatus;
+  fs::path dir;
+  std::optional<int> status;  // waitpid status once exited
+  nlohmann::json last;        // last status.json read
+};
+
+std::string lastLine(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+// Starts bin with args (and env, NAME -> value, added to ours), output appended to log. With ownGroup
+// the child leads a process group of its own, so that a signal to -pid reaches everything it starts: a
+// trainer is `/bin/sh -c CMD`, and a signal to the shell alone would leave CMD (python) running.
+pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const fs::path& log,
+            const std::vector<std::pair<std::string, std::string>>& env = {}, bool ownGroup = false) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(bin.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw ConfigError("--dir: cannot write '" + log.string() + "'");
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error("fork failed");
+  if (pid == 0) {
+    // The child dies with the launcher, even if the launcher is killed with SIGKILL.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);
+    if (ownGroup) ::setpgid(0, 0);
+    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  if (ownGroup) ::setpgid(pid, pid);  // also here: a signal sent right after fork must find the group
+  return pid;
+}
+
+std::string describeExit(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "ended";
+}
+
+void readStatus(Child& c) {
+  std::ifstream in(c.dir / "status.json");
+  if (!in) return;
+  try {
+    c.last = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    // A file being replaced (rename is atomic, so this is rare): keep the last good one.
+  }
+}
+
+template <class T>
+T field(const nlohmann::json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
+std::string progressLine(const std::vector<Child>& children, Round rounds) {
+  Round lo = ~Round{0}, hi = 0;
+  double loss = 0, acc = 0;
+  std::size_t withLoss = 0, withAcc = 0, running = 0;
+  std::uint64_t bytes = 0, aliveMax = 0;
+  std::map<std::string, int> states;
+  for (const auto& c : children) {
+    if (c.last.is_null()) {
+      ++states[c.status ? "exited" : "starting"];
+      continue;
+    }
+    const Round r = field<Round>(c.last, "round", 0);
+    lo = std::min(lo, r);
+    hi = std::max(hi, r);
+    if (field<std::string>(c.last, "state", "") == "training") {
+      loss += field<double>(c.last, "loss", 0);
+      ++withLoss;
+    }
+    const double a = field<double>(c.last, "accuracy", -1);
+    if (a >= 0) acc += a, ++withAcc;
+    bytes += field<std::uint64_t>(c.last, "bytes_sent", 0);
+    aliveMax = std::max<std::uint64_t>(aliveMax, field<std::uint64_t>(c.last, "alive", 0));
+    ++states[c.status ? "exited" : field<std::string>(c.last, "state", "?")];
+    if (!c.status) ++running;
+  }
+  char buf[256];
+  std::string s;
+  if (hi > 0 || lo != ~Round{0}) {
+    std::snprintf(buf, sizeof buf, "round %llu-%llu/%llu", static_cast<unsigned long long>(lo == ~Round{0} ? 0 : lo),
+                  static_cast<unsigned long long>(hi), static_cast<unsigned long long>(rounds));
+    s += buf;
+  }
+  if (withLoss) std::snprintf(buf, sizeof buf, "  loss %.4f", loss / double(withLoss)), s += buf;
+  if (withAcc) std::snprintf(buf, sizeof buf, "  acc %.1f%%", 100 * acc / double(withAcc)), s += buf;
+  std::snprintf(buf, sizeof buf, "  alive %llu/%zu  sent %.2f MB  [", static_cast<unsigned long long>(aliveMax),
+                children.size(), static_cast<double>(bytes) / 1e6);
+  s += buf;
+  bool first = true;
+  for (const auto& [state, n] : states) {
+    s += (first ? "" : ", ") + std::to_string(n) + " " + state;
+    first = false;
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+int cluster(std::vector<std::string> argv) {
+  cli::Args args{std::move(argv)};
+  std::optional<std::uint32_t> nodes;
+  std::optional<std::string> configFile;
+  std::vector<std::string> sets;
+  std::string dir = "./gossipd-cluster", bin, trainer;
+  long long httpPort = 8080;
+  while (!args.done()) {
+    const std::string flag = args.next("cluster");
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kClusterUsage, stdout);
+      return 0;
+    }
+    if (flag == "--nodes") {
+      const auto n = cli::parseNumber<long long>(args.next(flag), "--nodes");
+      if (n < 1 || n > 1024) throw ConfigError("--nodes: expected 1..1024, got " + std::to_string(n));
+      nodes = static_cast<std::uint32_t>(n);
+    } else if (flag == "--config") {
+      if (configFile) throw ConfigError("--config given twice");
+      configFile = args.next(flag);
+    } else if (flag == "--set") {
+      sets.push_back(args.next(flag));
+    } else if (flag == "--dir") {
+      dir = args.next(flag);
+    } else if (flag == "--bin") {
+      bin = args.next(flag);
+    } else if (flag == "--trainer") {
+      trainer = args.next(flag);
+      if (trainer.empty()) throw ConfigError("--trainer: expected a command");
+    } else if (flag == "--http-port") {
+      httpPort = cli::parseNumber<long long>(args.next(flag), "--http-port");
+      if (httpPort < 0 || httpPort > 65535) throw ConfigError("--http-port: expected 0..65535, got " + std::to_string(httpPort));
+    } else {
+      throw ConfigError("unknown option '" + flag + "' (expected --nodes, --config, --set, --dir, --bin, --http-port, --trainer)");
+    }
+  }
+  if (!nodes) throw ConfigError("--nodes N is required");
+  // The whole configuration is checked here, once, so a bad key is one line before any child starts.
+  if (!trainer.empty()) sets.push_back("trainer.enable=true");
+  std::vector<std::string> all = sets;
+  all.push_back("cluster.nodes=" + std::to_string(*nodes));
+  const daemon::Config config = daemon::loadConfig(configFile, all);
+  if (bin.empty()) bin = fs::read_symlink("/proc/self/exe").string();
+  // Every local node serves HTTP on node.http's host with a port of its own (in <dir>/node-i/http_port):
+  // one fixed port for all of them could not work. Node 0 takes --http-port, so that the dashboard of the
+  // whole cluster has a URL one can remember; when that port is taken (a second local cluster), any.
+  std::string http, http0;
+  if (!config.node.http.empty()) {
+    const auto addr = daemon::parseHttpAddress(config.node.http);  // validated by loadConfig
+    const std::string host = addr->ip.find(':') != std::string::npos ? "[" + addr->ip + "]" : addr->ip;
+    http = host + ":0";
+    http0 = http;
+    if (httpPort != 0 && portFree(addr->ip, static_cast<std::uint16_t>(httpPort)))
+      http0 = host + ":" + std::to_string(httpPort);
+    else if (httpPort != 0)
+      std::printf("gossipd cluster: port %lld is taken; node 0 serves HTTP on another port\n", httpPort);
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ConfigError("--dir: cannot create '" + dir + "': " + ec.message());
+
+  struct sigaction sa {};
+  sa.sa_handler = onClusterSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  const auto t0 = Clock::now();
+  std::vector<Child> children(*nodes);
+  auto startNode = [&](PeerId i, const std::string& seed) {
+    Child& c = children[i];
+    c.id = i;
+    c.dir = fs::absolute(fs::path(dir) / ("node-" + std::to_string(i)));
+    fs::create_directories(c.dir);
+    fs::remove(c.dir / "endpoint", ec);
+    fs::remove(c.dir / "status.json", ec);
+    fs::remove(c.dir / "http_port", ec);
+    std::vector<std::string> a{"run"};
+    if (configFile) a.insert(a.end(), {"--config", *configFile});
+    for (const auto& s : sets) a.insert(a.end(), {"--set", s});
+    a.insert(a.end(), {"--set", "node.id=" + std::to_string(i), "--set", "node.data_dir=" + c.dir.string(), "--set",
+                       "node.listen=tcp://127.0.0.1:0", "--set", "cluster.nodes=" + std::to_string(*nodes),
+                       "--set", "node.http=" + (i == 0 ? http0 : http)});
+    if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
+    c.pid = spawn(bin, a, c.dir / "log");
+    // The trainer may start before its node binds the socket: the client retries its attach.
+    if (!trainer.empty())
+      c.trainerPid = spawn("/bin/sh", {"-c", trainer}, c.dir / "trainer.log",
+                           {{"GOSSIPD_DATA_DIR", c.dir.string()}, {"GOSSIPD_NODE", std::to_string(i)},
+                            {"GOSSIPD_NODES", std::to_string(*nodes)}},
+                           /*ownGroup=*/true);
+  };
+  auto stopAll = [&](int sig) {
+    for (auto& c : children) {
+      if (c.pid > 0 && !c.status) ::kill(c.pid, sig);
+      if (c.trainerPid > 0 && !c.trainerStatus) ::kill(-c.trainerPid, sig);  // the shell and its command
+    }
+  };
+  auto reap = [&](bool report) {
+    for (auto& c : children) {
+      int ts = 0;
+      if (c.trainerPid > 0 && !c.trainerStatus && ::waitpid(c.trainerPid, &ts, WNOHANG) == c.trainerPid) {
+        c.trainerStatus = ts;
+        if (report && !(WIFEXITED(ts) && WEXITSTATUS(ts) == 0))
+          std::printf("\ntrainer of node %u %s (see %s: %s)\n", c.id, describeExit(ts).c_str(),
+                      (c.dir / "trainer.log").c_str(), lastLine(c.dir / "trainer.log").c_str());
+      }
+      if (c.pid <= 0 || c.status) continue;
+      int st = 0;
+      if (::waitpid(c.pid, &st, WNOHANG) == c.pid) {
+        c.status = st;
+        readStatus(c);
+        if (report && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+          std::printf("\nnode %u %s (see %s: %s)\n", c.id, describeExit(st).c_str(), (c.dir / "log").c_str(),
+                      lastLine(c.dir / "log").c_str());
+      }
+    }
+  };
+
+  std::printf("gossipd cluster: %u nodes, %s, %s + %s, %llu rounds; data in %s\n", *nodes, config.cluster.topology.c_str(),
+              config.algorithm.name.c_str(), config.compressor.name.c_str(),
+              static_cast<unsigned long long>(config.algorithm.rounds), fs::absolute(dir).c_str());
+  startNode(0, "");
+  // Node 0 publishes its address right after binding; everyone else joins through it.
+  std::string seed;
+  for (const auto deadline = Clock::now() + std::chrono::seconds(20); seed.empty();) {
+    std::ifstream in(children[0].dir / "endpoint");
+    std::getline(in, seed);
+    reap(false);
+    if (!seed.empty()) break;
+    if (children[0].status || Clock::now() > deadline || gInterrupted) {
+      stopAll(SIGKILL);
+      reap(false);
+      throw ConfigError("node 0 did not start: " + lastLine(children[0].dir / "log"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (PeerId i = 1; i < *nodes; ++i) startNode(i, seed);
+
+  const bool tty = ::isatty(1);
+  bool urlShown = http0.empty();
+  auto nextLine = Clock::now();
+  std::optional<Clock::time_point> stopDeadline, trainerDeadline;
+  for (;;) {
+    reap(true);
+    const bool allDone = std::all_of(children.begin(), children.end(), [](const Child& c) { return c.status.has_value(); });
+    const bool trainersDone = std::all_of(children.begin(), children.end(),
+                                          [](const Child& c) { return c.trainerPid <= 0 || c.trainerStatus.has_value(); });
+    if (allDone && trainersDone) break;
+    if (allDone) {  // trainers get the daemons' last reply, then a grace period to save their models
+      if (!trainerDeadline) trainerDeadline = Clock::now() + std::chrono::seconds(30);
+      if (Clock::now() > *trainerDeadline) {
+        std::printf("\ntrainers still running 30 s after the last node ended: stopping them\n");
+        for (auto& c : children)
+          if (c.trainerPid > 0 && !c.trainerStatus) ::kill(-c.trainerPid, SIGTERM);
+        trainerDeadline = Clock::now() + std::chrono::hours(1);
+      }
+    }
+    if (gInterrupted && !stopDeadline) {
+      std::printf("\nstopping %u nodes (SIGTERM: checkpoint, leave)...\n", *nodes);
+      stopAll(SIGTERM);
+      stopDeadline = Clock::now() + std::chrono::seconds(15);
+    }
+    if (stopDeadline && Clock::now() > *stopDeadline) {
+      std::printf("nodes still running after 15 s: killing them\n");
+      stopAll(SIGKILL);
+      stopDeadline = Clock::now() + std::chrono::hours(1);
+    }
+    for (auto& c : children)
+      if (!c.status) readStatus(c);
+    if (!urlShown) {  // node 0 writes http_port once it serves (after loading its data)
+      std::ifstream in(children[0].dir / "http_port");
+      std::string port;
+      if (std::getline(in, port) && !port.empty()) {
+        const std::string host = http0.substr(0, http0.rfind(':'));
+        std::printf("%sdashboard: http://%s:%s/  (node 0; /metrics /status /cluster beside it)\n", tty ? "\r" : "",
+                    host == "0.0.0.0" ? "127.0.0.1" : host == "[::]" ? "[::1]" : host.c_str(), port.c_str());
+        std::fflush(stdout);
+        urlShown = true;
+      }
+    }
+    if (Clock::now() >= nextLine) {
+      const std::string line = progressLine(children, config.algorithm.rounds);
+      if (tty) {
+        std::printf("\r%-110s", line.c_str());
+        nextLine = Clock::now() + std::chrono::milliseconds(500);
+      } else {
+        std::printf("%s\n", line.c_str());
+        nextLine = Clock::now() + std::chrono::seconds(5);
+      }
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("%s\n\nnode  state      round       loss   accuracy   sent MB   exit\n", tty ? "" : "");
+  bool ok = true;
+  std::uint64_t total = 0;
+  for (const auto& c : children) {
+    const double a = field<double>(c.last, "accuracy", -1);
+    const auto bytes = field<std::uint64_t>(c.last, "bytes_sent", 0);
+    total += bytes;
+    const bool good = c.status && WIFEXITED(*c.status) && WEXITSTATUS(*c.status) == 0;
+    ok = ok && good;
+    if (c.trainerStatus && !(WIFEXITED(*c.trainerStatus) && WEXITSTATUS(*c.trainerStatus) == 0)) {
+      ok = false;
+      std::printf("trainer of node %u %s (see %s)\n", c.id, describeExit(*c.trainerStatus).c_str(), (c.dir / "trainer.log").c_str());
+    }
+    std::printf("%4u  %-9s %6llu  %9.4f  %8s  %8.2f   %s\n", c.id, field<std::string>(c.last, "state", "?").c_str(),
+                static_cast<unsigned long long>(field<Round>(c.last, "round", 0)), field<double>(c.last, "loss", 0),
+                a >= 0 ? (std::to_string(100 * a).substr(0, 5) + "%").c_str() : "-", static_cast<double>(bytes) / 1e6,
+                good ? "0" : describeExit(*c.status).c_str());
+  }
+  std::printf("total sent %.2f MB in %.1f s; models in %s/node-*/model.npy\n", static_cast<double>(total) / 1e6, seconds,
+              fs::absolute(dir).c_str());
+  return ok ? 0 : 1;
+}
+
+}  // namespace gossip::cmd

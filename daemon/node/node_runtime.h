@@ -1,0 +1,59 @@
+#pragma once
+// NodeRuntime: one `gossipd run` process (DESIGN.md §1, §4, §5). It owns the node's data shard, its
+// NodeEngine in linked mode, the ZeroMQ transport and the SWIM membership, and drives them from one
+// thread:
+//
+//   loop: frames in (membership frames to the membership, the rest to the engine)
+//         -> membership timers -> view changes to the engine (edges proposed, closed, dropped)
+//         -> engine timers (retransmits, proposals) -> begin or end a round when the engine says it can
+//         -> checkpoints, evaluation, status file, progress line
+//         -> sleep in zmq_poll until a frame arrives or the next timer is due
+//
+// Life of a node:
+//   starting   joins through the seeds; a first-start member of the cluster waits until it knows
+//              cluster.nodes members (bounded by cluster.start_timeout_ms) so that the whole cluster
+//              starts round 0 with one graph; a restarted node (checkpoint, or incarnation > 0) or a
+//              late joiner (id >= cluster.nodes) instead fetches the model and the round from a
+//              neighbour (state transfer) and goes on from there.
+//   training   rounds; a replica method's round waits for every edge's message or for the failure
+//              detector to declare the peer dead; a stateless round waits at most algorithm.round_timeout_ms.
+//   finishing  after the last round (or SIGTERM): checkpoint and model written, frames acknowledged,
+//              leave announced, exit 0.
+// A node that learns it was declared dead (e.g. after SIGSTOP) drops all its edges and goes on as a new
+// incarnation: its model carries over, its replicas and duals do not (DESIGN.md §4).
+//
+// Files in node.data_dir: incarnation (the life counter), endpoint (the bound address), status.json
+// (rewritten every monitor.status_every_ms), checkpoints/ckpt-<round>.gsc (the newest
+// node.keep_checkpoints), model.npy + model.json (the model at every checkpoint and at the end).
+//
+// Logging (daemon/log/log.h): lines go to the loggers "node" (lifecycle, rounds), "membership" (member
+// events), "bridge" and "http"; with an HTTP server on a loopback address, PUT /loglevel changes their
+// levels while the node runs (docs/daemon.md#logging).
+#include <memory>
+
+#include "daemon/config/config.h"
+#include "daemon/log/log.h"
+
+namespace gossip::daemon {
+
+class NodeRuntime {
+ public:
+  // Builds everything and binds the listen address; ConfigError/DataError/IoError on bad input.
+  // Without loggers, builds them from config.node (loggerOptions) writing to stdout.
+  explicit NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers = nullptr);
+  ~NodeRuntime();
+  // Runs until the last round or SIGTERM/SIGINT; returns the process exit code.
+  int run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// node.log_level, node.log_levels and node.log_format, with the node's id on every line.
+logging::Options loggerOptions(const NodeConfig& node);
+
+// Installs SIGTERM/SIGINT handlers that ask every NodeRuntime::run to stop cleanly.
+void installStopSignals();
+
+}  // namespace gossip::daemon
