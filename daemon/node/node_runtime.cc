@@ -162,7 +162,7 @@ struct NodeRuntime::Impl {
   PeerId id;
   fs::path dir;
   Incarnation incarnation = 0;
-  // Loggers (daemon/log.h): the node's lifecycle and rounds, and the members' events.
+  // Loggers (daemon/log/log.h): the node's lifecycle and rounds, and the members' events.
   std::shared_ptr<logging::Loggers> loggers;
   logging::Logger nodeLog = loggers->get("node");
   logging::Logger memberLog = loggers->get("membership");
@@ -175,7 +175,7 @@ struct NodeRuntime::Impl {
   const training::Dataset* periodicSet() const { return evalSet ? &*evalSet : fullTest ? &*fullTest : nullptr; }
   std::size_t accuracySamples = 0;  // test rows behind `accuracy`
   std::unique_ptr<peer::ZmqTransport> zmq;
-  std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/advertise.h)
+  std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)
   std::unique_ptr<EngineTransport> etransport;
   std::unique_ptr<engine::NodeEngine> engine;
   std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
@@ -192,7 +192,7 @@ struct NodeRuntime::Impl {
   double lastLoss = 0;
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
   double lastGamma = std::nan("");  // CHOCO's consensus step after the last round (algorithms/choco.h)
-  DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/drift_watch.h)
+  DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/monitor/drift_watch.h)
   std::atomic<std::uint64_t> membershipBytes{0};
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
   std::map<std::string, std::uint64_t> membershipRejected;
@@ -218,7 +218,7 @@ struct NodeRuntime::Impl {
   bool waitingForTrainer = false;               // round t could begin but the attached trainer has not asked
   double trainerLoss = std::numeric_limits<double>::quiet_NaN();
 
-  // ---- /cluster (daemon/cluster_view.h): status gossip, events, the view graph's summary ----
+  // ---- /cluster (daemon/monitor/cluster_view.h): status gossip, events, the view graph's summary ----
   static constexpr std::uint64_t kStatusGossipMs = 1000;  // push the summary table this often...
   static constexpr std::size_t kStatusGossipFanout = 2;   // ...to this many random live members
   ClusterStatus clusterStatus{id};
@@ -315,7 +315,7 @@ struct NodeRuntime::Impl {
     const OneNode only{.id = id, .keep_test = c.monitor.eval_every > 0};
     problem = buildSimProblem(pc, &only);
     if (const auto& a = problem->auto_step) {
-      // Every daemon computes the same number from the shared data (daemon/sim_setup.cc, agreeOnStep).
+      // Every daemon computes the same number from the shared data (daemon/node/sim_setup.cc, agreeOnStep).
       nodeLog->info("automatic step lr = {:.6g} ({}; the largest L over the {} nodes' shards: {:.6g} for the "
                     "whole local objective, {:.6g} per sample)",
                     a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
