@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "daemon/membership_runner.h"
+#include "daemon/node/membership_runner.h"
 #include "engine/frame.h"
 #include "peer/zmq_transport.h"
 
