@@ -61,18 +61,18 @@ fuzz: build-fuzz
 	./scripts/fuzz_run.sh $(FUZZ_SECONDS)
 
 # `make test`: the unit tests and the integration tests not labelled `long` in the release build, then
-# the unit tests again under ASan+UBSan, then the engine, transport, membership and parameter-copy tests
-# under ThreadSanitizer. `make test-long`: the slow multi-process tests (label `long`: network namespaces,
-# a real Prometheus, headless Chromium, trainers under kill -9, ...) and every fuzz target for a short
-# smoke run (FUZZ_SMOKE_SECONDS each, from the committed corpus and regressions). `.ci/run` runs both and
-# then the docker tests; `make test-all` runs both here.
+# the unit tests again under ASan+UBSan. `make test-long`: the threaded code's tests under ThreadSanitizer
+# (the engine, transport, membership, membership thread and parameter copies), the slow multi-process tests
+# (label `long`: network namespaces, a real Prometheus, headless Chromium, trainers under kill -9) and
+# every fuzz target for a short smoke run (FUZZ_SMOKE_SECONDS each, from the committed corpus and
+# regressions). `.ci/run` runs both and then the docker tests; `make test-all` runs both here.
 FUZZ_SMOKE_SECONDS ?= 15
-test: build build-asan build-tsan
+test: build build-asan
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE long
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
-	set -e; for t in $(TSAN_TESTS); do echo "== TSan: $$t"; TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_BUILD)/tests/$$t; done
 
-test-long: build build-fuzz
+test-long: build build-tsan build-fuzz
+	set -e; for t in $(TSAN_TESTS); do echo "== TSan: $$t"; TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" $(TSAN_BUILD)/tests/$$t; done
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L long
 	./scripts/fuzz_run.sh $(FUZZ_SMOKE_SECONDS)
 
