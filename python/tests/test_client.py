@@ -82,6 +82,7 @@ class FakeDaemon(threading.Thread):
         self.requests = 0
         self._stopping = threading.Event()
         self._forget = threading.Event()
+        self._forgot = threading.Event()  # set by the daemon thread once it dropped the trainer
         self.dead = threading.Event()
         self.ready = threading.Event()
         self.error = None
@@ -91,8 +92,11 @@ class FakeDaemon(threading.Thread):
         return np.frombuffer(self.mm, dtype=self.dtype, count=self.dim)
 
     def forget(self):
-        """Drop the trainer as a daemon that lost its state would (its next request gets an error)."""
+        """Drop the trainer as a daemon that lost its state would (its next request gets an error); returns
+        once the daemon thread has dropped it."""
+        self._forgot.clear()
         self._forget.set()
+        assert self._forgot.wait(5), "the fake daemon did not drop its trainer within 5 s"
 
     def stop(self):
         self._stopping.set()
@@ -112,6 +116,7 @@ class FakeDaemon(threading.Thread):
                 if self._forget.is_set():
                     self._forget.clear()
                     self.trainer, self.pending = None, None
+                    self._forgot.set()
                 if poller.poll(10):
                     ident, body = sock.recv_multipart()
                     self.handle(sock, ident, json.loads(body))
@@ -596,37 +601,29 @@ class TestRestart(Base):
         np.testing.assert_array_equal(g.params, default_mix(np.array([4.5, 4.5]), 0))
 
     def forgotten(self, **kw):
-        """mix() after the daemon dropped us: the client re-attaches and returns; returns its stderr."""
+        """mix() after the daemon dropped us: the client re-attaches and returns; returns the fake daemon,
+        the client and the client's stderr."""
         d = self.daemon(**kw)
         g = self.attach()
         g.bind_array(2, initial=[1, 1])
         d.forget()
-        time.sleep(0.05)
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             g.mix()
         self.assertEqual((d.attaches, g.reconnects, len(d.mixes)), (2, 1, 0))
-        return err.getvalue()
+        return d, g, err.getvalue()
 
     def test_daemon_that_forgot_us_is_known_by_the_code(self):
-        err = self.forgotten(not_attached_text="who are you?")  # any text: not_attached decides
+        _, _, err = self.forgotten(not_attached_text="who are you?")  # any text: not_attached decides
         self.assertIn("does not know this trainer (who are you?)", err)
 
     def test_daemon_without_codes_that_forgot_us_is_known_by_the_text(self):
-        err = self.forgotten(codes=False)
+        _, _, err = self.forgotten(codes=False)
         self.assertIn("not attached", err)
 
     def test_daemon_that_forgot_us(self):
-        d = self.daemon()
-        g = self.attach()
-        g.bind_array(2, initial=[1, 1])
-        d.forget()
-        time.sleep(0.05)
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            g.mix()
-        self.assertIn("not attached", err.getvalue())
-        self.assertEqual((d.attaches, g.reconnects), (2, 1))
+        d, g, err = self.forgotten()
+        self.assertIn("not attached", err)
         g.mix()
         self.assertEqual(len(d.mixes), 1)
 
