@@ -12,8 +12,10 @@ if(GOSSIP_WERROR)
   target_compile_options(gossip_warnings INTERFACE -Werror)
 endif()
 if(GOSSIP_SANITIZE)
+  # -O1, as ASan's authors advise: the Debug build's -O0 made the sanitized unit tests take 6.4 minutes
+  # (one simulator checkpoint test 164 s); -O1 keeps the reports exact enough and runs several times faster.
   target_compile_options(gossip_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
-    -fno-sanitize-recover=undefined)
+    -fno-sanitize-recover=undefined -O1)
   target_link_options(gossip_warnings INTERFACE -fsanitize=address,undefined)
 endif()
 if(GOSSIP_TSAN)
