@@ -16,7 +16,8 @@
 //  - Callbacks run on the membership thread (and, for SendFn, on whichever thread called leave):
 //      the Membership's SendFn   with mutex_ held (it is called from inside receive/tick/leave);
 //      Hooks::frame              without it, for every membership frame before it is judged;
-//      Hooks::changed            without it, after events were taken (the runtime's connections follow).
+//      Hooks::changed            with it, after events were taken (the runtime's connections follow), so
+//                                that no reader of the view sees a member before its connection exists.
 //    None may call back into this object. Lock order: mutex_, then whatever the callbacks lock (the
 //    runtime's peer directory and traffic counters, the transport's own mutexes).
 //  - start(), stop() and restart() belong to the node thread. restart() replaces the Membership (a rejoin as
@@ -86,6 +87,8 @@ class MembershipRunner {
   void loop();
   void handle(const engine::RawFrame& f);
   void takeEventsLocked(std::vector<peer::MembershipEvent>& fresh);  // mutex_ held
+  void followLocked(const std::vector<peer::MembershipEvent>& fresh,
+                    const std::vector<peer::MemberInfo>& table);  // mutex_ held: runs Hooks::changed
 
   peer::ZmqTransport& transport_;
   Hooks hooks_;

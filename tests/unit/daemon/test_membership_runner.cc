@@ -2,6 +2,7 @@
 // test's thread plays the node thread: it takes events and reads views, or does nothing for a while (a long
 // round), and membership must go on regardless. Every wait has a deadline.
 #include <algorithm>
+#include <atomic>
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -62,6 +63,8 @@ struct Node {
   std::set<PeerId> destinations;
   std::map<std::string, PeerId> seeds;
   std::uint64_t framesSeen = 0, changes = 0;
+  // Called from Hooks::changed (on the membership thread, without `mutex`), when a test sets it.
+  std::function<void(const std::vector<MembershipEvent>&)> onChanged;
   std::unique_ptr<MembershipRunner> runner;
 
   explicit Node(PeerId self) : id(self), transport(self, "tcp://127.0.0.1:0") {}
@@ -92,9 +95,12 @@ struct Node {
       std::lock_guard lock(mutex);
       ++framesSeen;
     };
-    hooks.changed = [this](const std::vector<MembershipEvent>&, const std::vector<peer::MemberInfo>&) {
-      std::lock_guard lock(mutex);
-      ++changes;
+    hooks.changed = [this](const std::vector<MembershipEvent>& events, const std::vector<peer::MemberInfo>&) {
+      {
+        std::lock_guard lock(mutex);
+        ++changes;
+      }
+      if (onChanged) onChanged(events);
     };
     runner = std::make_unique<MembershipRunner>(membership(std::move(seedList)), transport, std::move(hooks), kTick);
     runner->start();
@@ -178,4 +184,39 @@ TEST_CASE("membership runner: membership frames that fail their checks are count
   a.runner->stop();
   a.runner->stop();  // idempotent
   CHECK_FALSE(a.runner->running());
+}
+
+TEST_CASE("membership runner: the node thread sees a new member only once Hooks::changed has run") {
+  // The runtime's connections follow the members in Hooks::changed; a node thread that saw a member before
+  // that sent frames to a peer the transport did not have yet, and they were dropped. Here the hook, when
+  // it reports b's join, waits (bounded) for an observer thread's alive() to return: if alive() can return
+  // while the hook runs, the observer sees b before the hook is done and the test fails.
+  Node a(1), b(2);
+  std::atomic<bool> inHook{false}, hookDone{false}, observerReturned{false}, seenEarly{false};
+  a.onChanged = [&](const std::vector<MembershipEvent>& events) {
+    const bool joinOfB = std::any_of(events.begin(), events.end(), [](const MembershipEvent& e) {
+      return e.kind == MembershipEvent::Kind::Joined && e.id == 2;
+    });
+    if (!joinOfB) return;
+    inHook = true;
+    // Long enough for an unblocked alive() to return many times over; with the fix it cannot return.
+    const auto until = Clock::now() + std::chrono::milliseconds(300);
+    while (!observerReturned && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    hookDone = true;
+  };
+  std::thread observer([&] {
+    const auto until = Clock::now() + kDeadline;
+    while (!inHook && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!inHook) return;
+    const auto view = a.runner->alive();
+    const bool hasB = std::any_of(view.begin(), view.end(), [](const engine::Member& m) { return m.id == 2; });
+    if (hasB && !hookDone) seenEarly = true;
+    observerReturned = true;
+  });
+  b.start({});
+  a.start({b.transport.endpoint()});
+  observer.join();
+  REQUIRE(inHook.load());  // the join was reported through the hook
+  CHECK_FALSE(seenEarly.load());
+  waitFor([&] { return a.runner->alive().size() == 2; }, "a to see two members");
 }
