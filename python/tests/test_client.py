@@ -567,7 +567,10 @@ class TestRestart(Base):
         self.assertEqual(g.reconnects, 1)
         np.testing.assert_array_equal(g.params, np.full(4, 7.0))
         np.testing.assert_array_equal(b.params(), np.full(4, 7.0))  # ours (ones) not written over it
-        self.assertEqual((b.attaches, b.inits), (1, []))
+        # One attach, or more: an attach not answered within the client's 0.3 s timeout is sent again (seen
+        # once in 19 runs at a load of 17 on 2 cores). What matters: our model was not given to b (no init).
+        self.assertGreaterEqual(b.attaches, 1)
+        self.assertEqual(b.inits, [])
         self.assertEqual(g.round, 17)
         g.mix()  # the new daemon serves the next round
         np.testing.assert_allclose(g.params, default_mix(np.full(4, 7.0), 17))
