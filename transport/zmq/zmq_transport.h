@@ -57,7 +57,7 @@
 #include <vector>
 
 #include "engine/transport.h"
-#include "peer/curve_keys.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace gossip::peer {
 

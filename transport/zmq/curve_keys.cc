@@ -1,4 +1,4 @@
-#include "peer/curve_keys.h"
+#include "transport/zmq/curve_keys.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "peer/zmq_transport.h"
+#include "transport/zmq/zmq_transport.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
