@@ -19,6 +19,9 @@
 
 #include "core/error.h"
 #include "engine/frame.h"
+#include "transport/zmq/buffer_pool.h"
+#include "transport/zmq/multipart.h"
+#include "transport/zmq/shaper.h"
 
 namespace gossip::peer {
 
@@ -26,10 +29,11 @@ namespace {
 
 using engine::RawFrame;
 using engine::SharedBytes;
+using detail::BufferPool;
+using detail::Shaper;
 
 constexpr int kControl = 0;  // channel index of control frames
 constexpr int kModel = 1;    // channel index of model frames
-constexpr std::size_t kCopyBelow = 4096;  // smaller payloads are copied: cheaper than a zero-copy hook
 
 struct Out {
   Bytes header;
@@ -39,11 +43,7 @@ struct Out {
 struct Channel {
   zmq::socket_t socket;
   std::deque<Out> queue;
-  // ZmqOptions::link_bytes_per_second (model channel only): a token bucket. Tokens may go negative (a
-  // frame larger than the burst is sent whole and paid for afterwards); nothing is sent while in debt.
-  bool capped = false;
-  double tokens = 0;
-  std::chrono::steady_clock::time_point refilled{};
+  Shaper shaper;  // ZmqOptions::link_bytes_per_second, model channel only
 };
 
 struct Link {
@@ -70,59 +70,6 @@ int channelOf(const Bytes& header) {
   const auto kind = engine::peekKindByte(header);
   return kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model) ? kControl : kModel;
 }
-
-void releaseShared(void*, void* hint) { delete static_cast<SharedBytes*>(hint); }
-
-// Bytes [off, off + n) of a payload as one message part.
-zmq::message_t payloadPart(const SharedBytes& p, std::size_t off, std::size_t n) {
-  if (n == 0) return zmq::message_t();
-  if (n < kCopyBelow) return zmq::message_t(p->data() + off, n);
-  // Zero copy: libzmq calls releaseShared from its own I/O thread once the bytes are on the wire.
-  return zmq::message_t(const_cast<std::byte*>(p->data() + off), n, &releaseShared, new SharedBytes(p));
-}
-
-// How many parts a payload of n bytes travels in (ZmqTransport's header comment): at least one.
-std::size_t partsOf(std::size_t n) { return n <= kPayloadPartBytes ? 1 : (n + kPayloadPartBytes - 1) / kPayloadPartBytes; }
-
-// Received payloads must be copied into a Bytes. A fresh multi-megabyte vector costs a page fault per 4 KiB
-// (measured: ~20% of loopback throughput for 64 MB frames), so large buffers come back here when the engine
-// drops its last reference, and the next frame of similar size is copied into one without faulting.
-class BufferPool : public std::enable_shared_from_this<BufferPool> {
- public:
-  static constexpr std::size_t kMinPooled = std::size_t{1} << 20;  // smaller ones: malloc is cheap enough
-  explicit BufferPool(std::size_t keep) : keep_(keep) {}
-
-  // One buffer holding the parts' bytes one after the other.
-  SharedBytes copy(const zmq::message_t* parts, std::size_t count, std::size_t n) {
-    std::unique_ptr<Bytes> b;
-    if (n >= kMinPooled) {
-      std::lock_guard lock(mutex_);
-      if (!free_.empty()) {
-        b = std::move(free_.back());
-        free_.pop_back();
-      }
-    }
-    if (!b) b = std::make_unique<Bytes>();
-    b->resize(n);  // a recycled buffer of similar capacity does not reallocate (nor fault)
-    std::size_t off = 0;
-    for (std::size_t k = 0; k < count; ++k) {
-      if (parts[k].size() != 0) std::memcpy(b->data() + off, parts[k].data(), parts[k].size());
-      off += parts[k].size();
-    }
-    return SharedBytes(b.release(), [pool = shared_from_this()](const Bytes* x) { pool->give(const_cast<Bytes*>(x)); });
-  }
-
- private:
-  void give(Bytes* x) {
-    std::unique_ptr<Bytes> b(x);
-    if (b->capacity() < kMinPooled) return;
-    std::lock_guard lock(mutex_);
-    if (free_.size() < keep_) free_.push_back(std::move(b));
-  }
-  std::size_t keep_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Bytes>> free_;
-};
 
 }  // namespace
 
@@ -262,11 +209,7 @@ struct ZmqTransport::Impl {
         link->monitor.connect(addr);
       }
       link->channel[c].socket = std::move(s);
-      if (c == kModel && opt.link_bytes_per_second > 0) {
-        link->channel[c].capped = true;
-        link->channel[c].tokens = static_cast<double>(opt.link_burst_bytes);
-        link->channel[c].refilled = std::chrono::steady_clock::now();
-      }
+      if (c == kModel && opt.link_bytes_per_second > 0) link->channel[c].shaper = Shaper(opt.link_bytes_per_second, opt.link_burst_bytes);
       try {
         link->channel[c].socket.connect(endpoint);
       } catch (const zmq::error_t& e) {
@@ -374,71 +317,30 @@ struct ZmqTransport::Impl {
 
   bool inboxFull() const { return inbox.size() >= opt.inbox_max_frames || inboxBytes >= opt.inbox_max_bytes; }
 
-  // Sends queued frames until the socket would block. Returns whether the queue is empty.
-  // Refills a capped channel's bucket; returns the milliseconds until it may send again (0: now).
-  std::int64_t refill(Channel& ch) {
-    const auto now = std::chrono::steady_clock::now();
-    const double rate = opt.link_bytes_per_second;
-    ch.tokens = std::min(static_cast<double>(opt.link_burst_bytes),
-                         ch.tokens + rate * std::chrono::duration<double>(now - ch.refilled).count());
-    ch.refilled = now;
-    return ch.tokens > 0 ? 0 : static_cast<std::int64_t>(-ch.tokens / rate * 1000.0) + 1;
-  }
-
+  // Sends queued frames until the socket would block or the channel's shaper runs out of tokens (the loop
+  // polls again when the bucket has refilled).
   void flush(Channel& ch) {
     while (!ch.queue.empty()) {
-      if (ch.capped && refill(ch) > 0) return;  // the loop polls again when the bucket has tokens
+      if (ch.shaper.capped() && ch.shaper.refill() > 0) return;
       Out& o = ch.queue.front();
-      zmq::message_t head(o.header.data(), o.header.size());
-      if (!ch.socket.send(head, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return;
-      // The rest of a multipart message never blocks once its first part has been accepted.
-      const std::size_t size = o.payload ? o.payload->size() : 0, parts = partsOf(size);
-      for (std::size_t k = 0; k < parts; ++k) {
-        const std::size_t off = k * kPayloadPartBytes, n = std::min(kPayloadPartBytes, size - off);
-        zmq::message_t body = payloadPart(o.payload, off, n);
-        ch.socket.send(body, k + 1 < parts ? zmq::send_flags::sndmore : zmq::send_flags::none);
-      }
-      const std::size_t bytes = o.header.size() + size;
+      if (!detail::sendFrame(ch.socket, o.header, o.payload)) return;
+      const std::size_t bytes = o.header.size() + (o.payload ? o.payload->size() : 0);
       framesSent.fetch_add(1, std::memory_order_relaxed);
       bytesSent.fetch_add(bytes, std::memory_order_relaxed);
-      if (ch.capped) ch.tokens -= static_cast<double>(bytes);
+      ch.shaper.spend(bytes);
       ch.queue.pop_front();
     }
-  }
-
-  // Whether parts [routing id, header, payload parts...] have the shape send() gives them: one payload part
-  // of any size (empty included; libzmq's maxmsgsize bounds it), or several of which all but the last are
-  // exactly kPayloadPartBytes and the last is not empty, no more than the largest payload needs.
-  static bool wellFormed(const std::vector<zmq::message_t>& part) {
-    if (part.size() < 3) return false;
-    const std::size_t payloadParts = part.size() - 2;
-    if (payloadParts == 1) return true;
-    if (payloadParts > partsOf(engine::kMaxPayloadBytes)) return false;
-    for (std::size_t k = 2; k + 1 < part.size(); ++k)
-      if (part[k].size() != kPayloadPartBytes) return false;
-    return part.back().size() != 0;
   }
 
   // Reads one message from the ROUTER; false when none is waiting.
   bool readOne() {
     std::vector<zmq::message_t>& part = received;
-    part.resize(1);
-    if (!router.recv(part[0], zmq::recv_flags::dontwait)) return false;
-    bool more = part[0].more();
-    std::size_t n = 1;
-    const std::size_t keep = partsOf(engine::kMaxPayloadBytes) + 3;  // one more than wellFormed allows
-    while (more) {  // every part of a multipart message is available once its first part is
-      zmq::message_t m;
-      (void)router.recv(m, zmq::recv_flags::none);
-      more = m.more();
-      if (n < keep) part.push_back(std::move(m));  // a hostile sender's extra parts are read and freed
-      ++n;
-    }
+    if (!detail::readMessage(router, part)) return false;
     struct Release {  // frees the parts on every way out, not at the next read
       std::vector<zmq::message_t>& parts;
       ~Release() { parts.clear(); }
     } release{part};
-    if (!wellFormed(part)) {
+    if (!detail::wellFormed(part)) {
       malformed.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -577,8 +479,8 @@ struct ZmqTransport::Impl {
       for (auto& [id, link] : links)
         for (Channel& ch : link->channel) {
           if (ch.queue.empty()) continue;
-          if (ch.capped) {
-            if (const auto wait = refill(ch); wait > 0) {
+          if (ch.shaper.capped()) {
+            if (const auto wait = ch.shaper.refill(); wait > 0) {
               timeoutMs = timeoutMs < 0 ? wait : std::min(timeoutMs, wait);
               throttled.push_back(&ch);
               continue;
