@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "engine/frame.h"
 #include "transport/zmq/buffer_pool.h"
+#include "transport/zmq/curve_auth.h"
 #include "transport/zmq/multipart.h"
 #include "transport/zmq/shaper.h"
 
@@ -30,6 +31,7 @@ namespace {
 using engine::RawFrame;
 using engine::SharedBytes;
 using detail::BufferPool;
+using detail::CurveAuth;
 using detail::Shaper;
 
 constexpr int kControl = 0;  // channel index of control frames
@@ -105,11 +107,10 @@ struct ZmqTransport::Impl {
   std::atomic<bool> failed{false};
   std::string failure;  // written once by the I/O thread before `failed` is set
   std::atomic<std::uint64_t> framesSent{0}, bytesSent{0}, framesReceived{0}, bytesReceived{0}, malformed{0},
-      sendDropped{0}, unlistedKey{0}, wrongKeyForSender{0}, inboxDropped{0}, memberInboxDropped{0};
-  // CurveZMQ only: the ZAP handler (a REP socket libzmq sends authentication requests to) and the key of
-  // the start-up self-test, whose refusal is expected and not counted.
-  zmq::socket_t zap;
-  std::string selfTestKey;
+      sendDropped{0}, wrongKeyForSender{0}, inboxDropped{0}, memberInboxDropped{0};
+  // CurveZMQ only (ZmqOptions::curve): the ZAP handler, the keys and the self-test. Declared after ctx, so
+  // its socket closes before the context.
+  std::unique_ptr<CurveAuth> curve;
 
   std::map<PeerId, std::unique_ptr<Link>> links;  // I/O thread only
   std::atomic<std::uint64_t> monitorSerial{0};    // names the monitors' inproc addresses
@@ -121,7 +122,9 @@ struct ZmqTransport::Impl {
   std::vector<zmq::message_t> received;  // readOne's parts, kept to reuse the vector's storage
   std::shared_ptr<BufferPool> pool;  // shared with the payloads handed out, which may outlive the transport
 
-  explicit Impl(ZmqOptions o) : opt(o), pool(std::make_shared<BufferPool>(o.recycled_buffers)) {}
+  explicit Impl(ZmqOptions o)
+      : opt(o), curve(o.curve ? std::make_unique<CurveAuth>(ctx, o.curve) : nullptr),
+        pool(std::make_shared<BufferPool>(o.recycled_buffers)) {}
   ~Impl() {
     if (wakeFd >= 0) ::close(wakeFd);
   }
@@ -146,21 +149,7 @@ struct ZmqTransport::Impl {
 
   void bind(const std::string& listen) {
     setCommon(router);
-    if (opt.curve) {
-      // The handler must be bound before the first connection arrives; libzmq asks it at each handshake.
-      zap = zmq::socket_t(ctx, zmq::socket_type::rep);
-      zap.set(zmq::sockopt::linger, 0);
-      zap.bind("inproc://zeromq.zap.01");
-      router.set(zmq::sockopt::curve_server, true);
-      router.set(zmq::sockopt::curve_secretkey, opt.curve->cluster.secret_key);
-      router.set(zmq::sockopt::zap_domain, "gossipd");
-      // Without this libzmq lets every client in when no ZAP handler answers (DESIGN.md §10). Debian's
-      // libzmq 4.3.4 accepts the option but declares it only in its draft API: hence the number.
-      constexpr int kZapEnforceDomain = 93;  // ZMQ_ZAP_ENFORCE_DOMAIN
-      const int enforce = 1;
-      if (zmq_setsockopt(router.handle(), kZapEnforceDomain, &enforce, sizeof enforce) != 0)
-        throw IoError("zmq: cannot enforce the ZAP domain: " + std::string(zmq_strerror(zmq_errno())));
-    }
+    if (curve) curve->serve(router);
     // libzmq checks each part against this; the payload is the largest part a valid frame has.
     router.set(zmq::sockopt::maxmsgsize,
                static_cast<std::int64_t>(engine::kMaxPayloadBytes + engine::kFrameHeaderBytes));
@@ -190,7 +179,7 @@ struct ZmqTransport::Impl {
       s.set(zmq::sockopt::sndhwm, c == kModel ? 4 : 1000);
       s.set(zmq::sockopt::reconnect_ivl, opt.reconnect_ivl_ms);  // first retry soon after a peer restarts
       s.set(zmq::sockopt::reconnect_ivl_max, opt.reconnect_ivl_max_ms);  // then back off exponentially
-      if (opt.curve) setCurveClient(s, opt.curve->node);
+      if (curve) curve->setClient(s, opt.curve->node);
       // No routing id of our own: the peer's ROUTER gives each connection a fresh one. Fixed ids (channel
       // byte + node id) were shared by two links to one endpoint (a seed link and, once the seed's id is
       // known, the member link), and the ROUTER handed the id to whichever connected last: the two
@@ -217,82 +206,6 @@ struct ZmqTransport::Impl {
       }
     }
     return link;
-  }
-
-  void setCurveClient(zmq::socket_t& s, const CurveKeyPair& own) {
-    s.set(zmq::sockopt::curve_serverkey, opt.curve->cluster.public_key);
-    s.set(zmq::sockopt::curve_publickey, own.public_key);
-    s.set(zmq::sockopt::curve_secretkey, own.secret_key);
-  }
-
-  // Answers one ZAP request (ZeroMQ RFC 27): frames version, request id, domain, address, routing id,
-  // mechanism, then the credentials (CURVE: the client's 32-byte public key). A listed key is accepted with
-  // its node id as the user id, which libzmq attaches to every message of that connection.
-  void answerZap() {
-    std::vector<zmq::message_t> req;
-    do {
-      req.emplace_back();
-      if (!zap.recv(req.back(), zmq::recv_flags::dontwait)) return;
-    } while (req.back().more());
-    const auto text = [&](std::size_t k) { return k < req.size() ? req[k].to_string() : std::string(); };
-    std::string status = "400", reasonText = "unlisted key", user;
-    if (req.size() >= 7 && text(5) == "CURVE" && req[6].size() == 32) {
-      const auto it = opt.curve->allowed.find(req[6].to_string());
-      if (it != opt.curve->allowed.end()) {
-        status = "200";
-        reasonText = "OK";
-        user = std::to_string(it->second);
-      } else if (req[6].to_string() != selfTestKey) {
-        unlistedKey.fetch_add(1, std::memory_order_relaxed);
-      }
-    } else {
-      unlistedKey.fetch_add(1, std::memory_order_relaxed);
-      reasonText = "CURVE expected";
-    }
-    const std::string reply[] = {"1.0", text(1), status, reasonText, user, ""};
-    for (std::size_t k = 0; k < 6; ++k)
-      zap.send(zmq::buffer(reply[k]), k + 1 < 6 ? zmq::send_flags::sndmore : zmq::send_flags::none);
-  }
-
-  // With CurveZMQ: whether a received frame's header names the id its connection's key is listed under.
-  // Headers too short to name a sender pass on (the engine refuses them as "short").
-  bool senderMatchesKey(zmq::message_t& header) {
-    const auto sender = engine::peekSender({header.data<std::byte>(), header.size()});
-    if (!sender) return true;
-    const char* user = zmq_msg_gets(header.handle(), "User-Id");
-    if (!user) return false;
-    return std::to_string(*sender) == user;
-  }
-
-  // Connects a DEALER with a fresh, unlisted key to our own listening socket and waits for the handshake's
-  // verdict: it must be refused. Guards against a libzmq that lets clients in without asking the handler.
-  // `stranger`'s public key is in selfTestKey, set before the I/O thread started.
-  void selfTest(const std::string& endpoint, const CurveKeyPair& stranger) {
-    zmq::socket_t s(ctx, zmq::socket_type::dealer);
-    s.set(zmq::sockopt::linger, 0);
-    setCurveClient(s, stranger);
-    const std::string addr = "inproc://gossip-selftest-" + std::to_string(monitorSerial.fetch_add(1));
-    if (zmq_socket_monitor(s.handle(), addr.c_str(),
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
-      throw IoError("zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
-    zmq::socket_t mon(ctx, zmq::socket_type::pair);
-    mon.set(zmq::sockopt::linger, 0);
-    mon.set(zmq::sockopt::rcvtimeo, 10000);
-    mon.connect(addr);
-    std::string target = endpoint;
-    if (const auto any = target.find("://0.0.0.0:"); any != std::string::npos) target.replace(any + 3, 7, "127.0.0.1");
-    s.connect(target);
-    zmq::message_t event, address;
-    if (!mon.recv(event, zmq::recv_flags::none))
-      throw IoError("CurveZMQ self-test: no handshake verdict from " + target + " within 10 s");
-    if (event.more()) (void)mon.recv(address, zmq::recv_flags::none);
-    std::uint16_t id;
-    std::memcpy(&id, event.data(), 2);
-    if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
-      throw IoError("CurveZMQ self-test: a connection with an unlisted key was accepted; refusing to run");
-    if (id != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-      throw IoError("CurveZMQ self-test: unexpected handshake event " + std::to_string(id));
   }
 
   void wake() {
@@ -344,7 +257,7 @@ struct ZmqTransport::Impl {
       malformed.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
-    if (opt.curve && !senderMatchesKey(part[1])) {
+    if (curve && !curve->senderMatchesKey(part[1])) {
       wrongKeyForSender.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -472,7 +385,7 @@ struct ZmqTransport::Impl {
         monitors.emplace_back(id, link.get());
       }
       const std::size_t zapItem = items.size();
-      if (opt.curve) items.push_back({zap.handle(), 0, ZMQ_POLLIN, 0});
+      if (curve) items.push_back({curve->handler().handle(), 0, ZMQ_POLLIN, 0});
       const std::size_t firstWriter = items.size();
       std::int64_t timeoutMs = -1;  // until a throttled channel's bucket refills
       throttled.clear();
@@ -500,7 +413,7 @@ struct ZmqTransport::Impl {
         }
       for (std::size_t i = 0; i < monitors.size(); ++i)
         if (items[i + 2].revents & ZMQ_POLLIN) readMonitor(monitors[i].first, *monitors[i].second);
-      if (opt.curve && (items[zapItem].revents & ZMQ_POLLIN)) answerZap();
+      if (curve && (items[zapItem].revents & ZMQ_POLLIN)) curve->answer();
       for (std::size_t i = 0; i < writers.size(); ++i)
         if (items[firstWriter + i].revents & ZMQ_POLLOUT) flush(*writers[i]);
       for (Channel* ch : throttled) flush(*ch);  // refilled meanwhile (flush checks again)
@@ -537,15 +450,11 @@ ZmqTransport::ZmqTransport(PeerId self, const std::string& listen, ZmqOptions op
   if (impl_->wakeFd < 0) throw IoError("eventfd: " + std::string(std::strerror(errno)));
   // The self-test's key is recorded before the I/O thread (which answers its ZAP request) starts.
   CurveKeyPair stranger;
-  if (impl_->opt.curve) {
-    stranger = generateKeyPair();
-    impl_->selfTestKey.assign(32, '\0');
-    zmq_z85_decode(reinterpret_cast<std::uint8_t*>(impl_->selfTestKey.data()), stranger.public_key.c_str());
-  }
+  if (impl_->curve) stranger = impl_->curve->stranger();
   impl_->io = std::thread([impl = impl_.get()] { impl->run(); });
-  if (impl_->opt.curve) {
+  if (impl_->curve) {
     try {
-      impl_->selfTest(endpoint_, stranger);
+      impl_->curve->selfTest(endpoint_, stranger, impl_->monitorSerial.fetch_add(1));
     } catch (...) {
       impl_->stop.store(true);
       impl_->wake();
@@ -622,7 +531,7 @@ bool ZmqTransport::waitMembership(std::chrono::milliseconds timeout) {
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
   return {i.framesSent.load(), i.bytesSent.load(), i.framesReceived.load(), i.bytesReceived.load(),
-          i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load(), i.unlistedKey.load(),
+          i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load(), i.curve ? i.curve->unlisted() : 0,
           i.wrongKeyForSender.load(), i.inboxDropped.load(), i.memberInboxDropped.load()};
 }
 
