@@ -21,8 +21,9 @@
 #include "engine/frame.h"
 #include "transport/zmq/buffer_pool.h"
 #include "transport/zmq/curve_auth.h"
+#include "transport/zmq/links.h"
 #include "transport/zmq/multipart.h"
-#include "transport/zmq/shaper.h"
+#include "transport/zmq/sockets.h"
 
 namespace gossip::peer {
 
@@ -32,29 +33,8 @@ using engine::RawFrame;
 using engine::SharedBytes;
 using detail::BufferPool;
 using detail::CurveAuth;
-using detail::Shaper;
-
-constexpr int kControl = 0;  // channel index of control frames
-constexpr int kModel = 1;    // channel index of model frames
-
-struct Out {
-  Bytes header;
-  SharedBytes payload;
-};
-
-struct Channel {
-  zmq::socket_t socket;
-  std::deque<Out> queue;
-  Shaper shaper;  // ZmqOptions::link_bytes_per_second, model channel only
-};
-
-struct Link {
-  Channel channel[2];  // kControl, kModel
-  // Reads the control DEALER's socket monitor (a PAIR on an inproc address): a DISCONNECTED event tells
-  // that the TCP connection to the peer broke (RST, FIN, TCP keepalive timeout), the daemon's hint to probe.
-  // Declared last so it closes after the socket it monitors.
-  zmq::socket_t monitor;
-};
+using detail::Link;
+using detail::Out;
 
 struct Command {
   enum class Type { Send, Add, Remove } type;
@@ -62,16 +42,6 @@ struct Command {
   Out frame;                   // Send
   std::unique_ptr<Link> link;  // Add
 };
-
-std::string reason(const zmq::error_t& e) {
-  return e.num() == EADDRINUSE ? "address already in use" : e.what();
-}
-
-// Anything whose kind cannot be read goes on the model channel.
-int channelOf(const Bytes& header) {
-  const auto kind = engine::peekKindByte(header);
-  return kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model) ? kControl : kModel;
-}
 
 }  // namespace
 
@@ -106,17 +76,14 @@ struct ZmqTransport::Impl {
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
   std::string failure;  // written once by the I/O thread before `failed` is set
-  std::atomic<std::uint64_t> framesSent{0}, bytesSent{0}, framesReceived{0}, bytesReceived{0}, malformed{0},
-      sendDropped{0}, wrongKeyForSender{0}, inboxDropped{0}, memberInboxDropped{0};
+  std::atomic<std::uint64_t> framesReceived{0}, bytesReceived{0}, malformed{0}, wrongKeyForSender{0}, inboxDropped{0},
+      memberInboxDropped{0};
   // CurveZMQ only (ZmqOptions::curve): the ZAP handler, the keys and the self-test. Declared after ctx, so
   // its socket closes before the context.
   std::unique_ptr<CurveAuth> curve;
 
-  std::map<PeerId, std::unique_ptr<Link>> links;  // I/O thread only
-  std::atomic<std::uint64_t> monitorSerial{0};    // names the monitors' inproc addresses
-  std::atomic<std::uint64_t> disconnectEvents{0};
-  std::mutex disconnectMutex;
-  std::vector<PeerId> disconnected;                // since the last takeDisconnects(), without repeats
+  detail::Links links{opt};                     // I/O thread only, but takeDisconnects() and the counters
+  std::atomic<std::uint64_t> monitorSerial{0};  // names the monitors' and the self-test's inproc addresses
   std::thread io;
 
   std::vector<zmq::message_t> received;  // readOne's parts, kept to reuse the vector's storage
@@ -129,83 +96,10 @@ struct ZmqTransport::Impl {
     if (wakeFd >= 0) ::close(wakeFd);
   }
 
-  void setCommon(zmq::socket_t& s) {
-    s.set(zmq::sockopt::linger, 0);  // closing never waits for unsent frames: the engine's delivery layer retries
-    // No ZMTP heartbeats: libzmq 4.3.4 aborts the process when its heartbeat timer fires on a connection
-    // whose input it has stopped (stream_engine_base.cpp: timer_event calls out_event, which asserts
-    // !_io_error). Input stops when a message cannot be handed to the socket: a full pipe (hence rcvhwm 0
-    // below), or a pipe being torn down, which ROUTER_HANDOVER did to the old connection of a routing id
-    // that connected again (no fixed routing ids now, see connect()). Seen here as "Assertion failed: !_io_error (src/stream_engine_base.cpp:331)" in 1 of 8
-    // runs of tests/netns/netns_cut.sh, at shutdown after a cut and a merge; libzmq issue #4841 is the
-    // same race. With CurveZMQ the heartbeats also dropped connections at every timeout although traffic
-    // flowed (docs/security.md). TCP keepalives find dead connections instead (after about 10 s of
-    // silence); the failure detector (SWIM probes) depends on neither.
-    s.set(zmq::sockopt::tcp_keepalive, 1);
-    s.set(zmq::sockopt::tcp_keepalive_idle, opt.keepalive_idle_s);
-    s.set(zmq::sockopt::tcp_keepalive_intvl, 1);
-    s.set(zmq::sockopt::tcp_keepalive_cnt, 5);
-    s.set(zmq::sockopt::handshake_ivl, opt.handshake_ivl_ms);  // a connection stuck in the handshake is closed
-  }
-
   void bind(const std::string& listen) {
-    setCommon(router);
+    detail::setCommon(router, opt);
     if (curve) curve->serve(router);
-    // libzmq checks each part against this; the payload is the largest part a valid frame has.
-    router.set(zmq::sockopt::maxmsgsize,
-               static_cast<std::int64_t>(engine::kMaxPayloadBytes + engine::kFrameHeaderBytes));
-    // No limit on libzmq's per-connection receive pipes: the I/O thread reads every message at once and
-    // drops it when the inbox is full (inbox_dropped). A limit would make libzmq stop reading a connection
-    // whose pipe is full, and libzmq 4.3.4 mishandles that state: with ZMTP heartbeats on (they are off
-    // now, see setCommon) it dropped the connection at the heartbeat timeout and aborted the whole process
-    // ("Assertion failed: !_io_error (src/stream_engine_base.cpp:331)", seen here twice in 20 runs of
-    // tests/integration/hostile_peer.sh after a SIGSTOP; libzmq PR #4830 traces the same sequence).
-    // Memory stays bounded by the inbox, since nothing waits in the pipes longer than one read.
-    router.set(zmq::sockopt::rcvhwm, 0);
-    // ROUTER_MANDATORY is not set: it only changes how a ROUTER *sends*, and this ROUTER only receives.
-    try {
-      router.bind(listen);
-    } catch (const zmq::error_t& e) {
-      throw IoError("listen address " + listen + ": " + reason(e));
-    }
-  }
-
-  std::unique_ptr<Link> connect(PeerId self, const std::string& endpoint) {
-    auto link = std::make_unique<Link>();
-    for (int c : {kControl, kModel}) {
-      zmq::socket_t s(ctx, zmq::socket_type::dealer);
-      setCommon(s);
-      s.set(zmq::sockopt::immediate, true);  // queue only on a live connection; else frames wait in our queue
-      // Model frames are big and zero-copy: a few in libzmq's pipe keep the link busy; control frames are small.
-      s.set(zmq::sockopt::sndhwm, c == kModel ? 4 : 1000);
-      s.set(zmq::sockopt::reconnect_ivl, opt.reconnect_ivl_ms);  // first retry soon after a peer restarts
-      s.set(zmq::sockopt::reconnect_ivl_max, opt.reconnect_ivl_max_ms);  // then back off exponentially
-      if (curve) curve->setClient(s, opt.curve->node);
-      // No routing id of our own: the peer's ROUTER gives each connection a fresh one. Fixed ids (channel
-      // byte + node id) were shared by two links to one endpoint (a seed link and, once the seed's id is
-      // known, the member link), and the ROUTER handed the id to whichever connected last: the two
-      // connections evicted each other at every reconnect, model frames on the evicted one were lost (a
-      // Prox-LEAD cluster stuck at round 1 in 1 of 10 netns_cut runs, 438 retransmits unanswered), and
-      // the torn-down connection is the state in which libzmq 4.3.4 aborts. Senders are named in each
-      // frame's header (and bound to their key with CurveZMQ), never by the routing id.
-      if (c == kControl) {
-        // Watched before it connects, so that no event is missed; the PAIR connects to the monitor's
-        // inproc address, which zmq_socket_monitor has just bound.
-        const std::string addr = "inproc://gossip-monitor-" + std::to_string(monitorSerial.fetch_add(1));
-        if (zmq_socket_monitor(s.handle(), addr.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
-          throw IoError("zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
-        link->monitor = zmq::socket_t(ctx, zmq::socket_type::pair);
-        link->monitor.set(zmq::sockopt::linger, 0);
-        link->monitor.connect(addr);
-      }
-      link->channel[c].socket = std::move(s);
-      if (c == kModel && opt.link_bytes_per_second > 0) link->channel[c].shaper = Shaper(opt.link_bytes_per_second, opt.link_burst_bytes);
-      try {
-        link->channel[c].socket.connect(endpoint);
-      } catch (const zmq::error_t& e) {
-        throw IoError("peer " + std::to_string(self) + " endpoint " + endpoint + ": " + e.what());
-      }
-    }
-    return link;
+    detail::bindListener(router, listen);
   }
 
   void wake() {
@@ -229,21 +123,6 @@ struct ZmqTransport::Impl {
   }
 
   bool inboxFull() const { return inbox.size() >= opt.inbox_max_frames || inboxBytes >= opt.inbox_max_bytes; }
-
-  // Sends queued frames until the socket would block or the channel's shaper runs out of tokens (the loop
-  // polls again when the bucket has refilled).
-  void flush(Channel& ch) {
-    while (!ch.queue.empty()) {
-      if (ch.shaper.capped() && ch.shaper.refill() > 0) return;
-      Out& o = ch.queue.front();
-      if (!detail::sendFrame(ch.socket, o.header, o.payload)) return;
-      const std::size_t bytes = o.header.size() + (o.payload ? o.payload->size() : 0);
-      framesSent.fetch_add(1, std::memory_order_relaxed);
-      bytesSent.fetch_add(bytes, std::memory_order_relaxed);
-      ch.shaper.spend(bytes);
-      ch.queue.pop_front();
-    }
-  }
 
   // Reads one message from the ROUTER; false when none is waiting.
   bool readOne() {
@@ -322,86 +201,31 @@ struct ZmqTransport::Impl {
   void apply(Command& c) {
     switch (c.type) {
       case Command::Type::Add:
-        removeLink(c.peer);
-        links[c.peer] = std::move(c.link);
+        links.add(c.peer, std::move(c.link));
         break;
       case Command::Type::Remove:
-        removeLink(c.peer);
+        links.remove(c.peer);
         break;
-      case Command::Type::Send: {
-        auto it = links.find(c.peer);
-        if (it == links.end()) {
-          sendDropped.fetch_add(1, std::memory_order_relaxed);
-          break;
-        }
-        Channel& ch = it->second->channel[channelOf(c.frame.header)];
-        if (ch.queue.size() >= opt.max_queued_per_channel) {
-          ch.queue.pop_front();
-          sendDropped.fetch_add(1, std::memory_order_relaxed);
-        }
-        ch.queue.push_back(std::move(c.frame));
-        flush(ch);
+      case Command::Type::Send:
+        links.send(c.peer, std::move(c.frame));
         break;
-      }
     }
-  }
-
-  // Reads every event waiting on a link's monitor; a DISCONNECTED notes the peer.
-  void readMonitor(PeerId peer, Link& link) {
-    for (;;) {
-      zmq::message_t event, address;
-      if (!link.monitor.recv(event, zmq::recv_flags::dontwait)) return;
-      if (event.more()) (void)link.monitor.recv(address, zmq::recv_flags::none);
-      std::uint16_t id = 0;
-      if (event.size() >= sizeof id) std::memcpy(&id, event.data(), sizeof id);
-      if (id != ZMQ_EVENT_DISCONNECTED) continue;
-      disconnectEvents.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard lock(disconnectMutex);
-      if (std::find(disconnected.begin(), disconnected.end(), peer) == disconnected.end()) disconnected.push_back(peer);
-    }
-  }
-
-  void removeLink(PeerId peer) {
-    auto it = links.find(peer);
-    if (it == links.end()) return;
-    for (const Channel& ch : it->second->channel) sendDropped.fetch_add(ch.queue.size(), std::memory_order_relaxed);
-    links.erase(it);  // linger 0: the sockets close at once
   }
 
   void loop() {
     std::vector<zmq_pollitem_t> items;
-    std::vector<Channel*> writers;
-    std::vector<Channel*> throttled;
-    std::vector<std::pair<PeerId, Link*>> monitors;
     std::deque<Command> batch;
     while (!stop.load()) {
       items.clear();
-      writers.clear();
-      monitors.clear();
       items.push_back({nullptr, wakeFd, ZMQ_POLLIN, 0});
       items.push_back({router.handle(), 0, ZMQ_POLLIN, 0});
-      for (auto& [id, link] : links) {
-        items.push_back({link->monitor.handle(), 0, ZMQ_POLLIN, 0});
-        monitors.emplace_back(id, link.get());
-      }
+      const std::size_t firstMonitor = items.size();
+      links.watchMonitors(items);
       const std::size_t zapItem = items.size();
       if (curve) items.push_back({curve->handler().handle(), 0, ZMQ_POLLIN, 0});
       const std::size_t firstWriter = items.size();
       std::int64_t timeoutMs = -1;  // until a throttled channel's bucket refills
-      throttled.clear();
-      for (auto& [id, link] : links)
-        for (Channel& ch : link->channel) {
-          if (ch.queue.empty()) continue;
-          if (ch.shaper.capped()) {
-            if (const auto wait = ch.shaper.refill(); wait > 0) {
-              timeoutMs = timeoutMs < 0 ? wait : std::min(timeoutMs, wait);
-              throttled.push_back(&ch);
-              continue;
-            }
-          }
-          items.push_back({ch.socket.handle(), 0, ZMQ_POLLOUT, 0});
-          writers.push_back(&ch);
-        }
+      links.watchWriters(items, timeoutMs);
       try {
         zmq::poll(items.data(), items.size(), std::chrono::milliseconds{timeoutMs});
       } catch (const zmq::error_t& e) {
@@ -411,12 +235,9 @@ struct ZmqTransport::Impl {
       if (items[1].revents & ZMQ_POLLIN)
         for (int i = 0; i < 64 && readOne(); ++i) {  // a batch, then let the senders have a turn
         }
-      for (std::size_t i = 0; i < monitors.size(); ++i)
-        if (items[i + 2].revents & ZMQ_POLLIN) readMonitor(monitors[i].first, *monitors[i].second);
+      links.readMonitors(items, firstMonitor);
       if (curve && (items[zapItem].revents & ZMQ_POLLIN)) curve->answer();
-      for (std::size_t i = 0; i < writers.size(); ++i)
-        if (items[firstWriter + i].revents & ZMQ_POLLOUT) flush(*writers[i]);
-      for (Channel* ch : throttled) flush(*ch);  // refilled meanwhile (flush checks again)
+      links.flushWritable(items, firstWriter);
       if (items[0].revents & ZMQ_POLLIN) {
         std::uint64_t count;
         [[maybe_unused]] auto n = ::read(wakeFd, &count, sizeof count);
@@ -471,14 +292,14 @@ ZmqTransport::~ZmqTransport() {
 }
 
 void ZmqTransport::addPeer(PeerId peer, const std::string& endpoint) {
-  Command c{Command::Type::Add, peer, {}, impl_->connect(self_, endpoint)};
+  auto link = detail::connectLink(impl_->ctx, impl_->opt, impl_->curve.get(), impl_->monitorSerial, self_, endpoint);
+  Command c{Command::Type::Add, peer, {}, std::move(link)};
   impl_->push(std::move(c));
 }
 
 std::vector<PeerId> ZmqTransport::takeDisconnects() {
   impl_->throwIfFailed();
-  std::lock_guard lock(impl_->disconnectMutex);
-  return std::exchange(impl_->disconnected, {});
+  return impl_->links.takeDisconnects();
 }
 
 void ZmqTransport::removePeer(PeerId peer) { impl_->push(Command{Command::Type::Remove, peer, {}, nullptr}); }
@@ -530,8 +351,8 @@ bool ZmqTransport::waitMembership(std::chrono::milliseconds timeout) {
 
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
-  return {i.framesSent.load(), i.bytesSent.load(), i.framesReceived.load(), i.bytesReceived.load(),
-          i.malformed.load(), i.sendDropped.load(), i.disconnectEvents.load(), i.curve ? i.curve->unlisted() : 0,
+  return {i.links.framesSent(), i.links.bytesSent(), i.framesReceived.load(), i.bytesReceived.load(),
+          i.malformed.load(), i.links.sendDropped(), i.links.disconnects(), i.curve ? i.curve->unlisted() : 0,
           i.wrongKeyForSender.load(), i.inboxDropped.load(), i.memberInboxDropped.load()};
 }
 

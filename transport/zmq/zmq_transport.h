@@ -19,7 +19,7 @@
 //    the receiving ROUTER fair-queues them. Order is kept per (link, channel), not between the two channels
 //    (the engine's per-link sequence numbers see the difference). DEALERs set no routing id: the ROUTER
 //    gives every connection its own (fixed ids let two links to one endpoint evict each other; see
-//    connect() in zmq_transport.cc). Who sent a frame is in its header.
+//    makeDealer() in sockets.cc). Who sent a frame is in its header.
 //  - Zero copy on send: the payload part is a zmq::message_t over the shared buffer's bytes whose free
 //    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
 //    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
@@ -35,7 +35,7 @@
 //    Received frames go to a mutex-protected inbox that receive() pops; while the inbox is over its limit
 //    the I/O thread still reads the ROUTER but drops model frames it reads (inbox_dropped; control
 //    frames have room for as many again, so a flood cannot starve the failure detector): never letting libzmq
-//    stop reading a connection avoids a libzmq 4.3.4 abort (see bind() in zmq_transport.cc). Replica
+//    stop reading a connection avoids a libzmq 4.3.4 abort (see bindListener() in sockets.cc). Replica
 //    methods resend what was dropped; stateless ones mix it as missing.
 //  - Two inboxes: Membership frames (header byte 5, engine/frame.h) go to an inbox of their own, read with
 //    receiveMembership()/waitMembership() by the membership thread (daemon/membership_runner.h); every other
@@ -66,7 +66,7 @@ inline constexpr std::size_t kPayloadPartBytes = std::size_t{1} << 20;
 
 struct ZmqOptions {
   // TCP keepalive: probes start after this many idle seconds, 1 s apart, 5 unanswered drop the connection
-  // (ZMTP heartbeats are off: see setCommon in zmq_transport.cc).
+  // (ZMTP heartbeats are off: see setCommon in sockets.cc).
   int keepalive_idle_s = 5;
   int handshake_ivl_ms = 5000;
   int reconnect_ivl_ms = 100;
