@@ -3,6 +3,7 @@
 #include "transport/zmq/curve_auth.h"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -71,7 +72,7 @@ bool CurveAuth::senderMatchesKey(zmq::message_t& header) const {
   return std::to_string(*sender) == user;
 }
 
-CurveKeyPair CurveAuth::stranger() {
+CurveKeyPair CurveAuth::makeStranger() {
   CurveKeyPair k = generateKeyPair();
   selfTestKey_.assign(32, '\0');
   zmq_z85_decode(reinterpret_cast<std::uint8_t*>(selfTestKey_.data()), k.public_key.c_str());

@@ -5,11 +5,11 @@
 // connection's key is listed under (so a listed node cannot speak for another id), and runs the start-up
 // self-test: a connection with an unlisted key must be refused, or the transport refuses to run.
 //
-// Threading: serve() and stranger() run on the constructor's thread before the I/O thread starts (the thread's
-// start orders them before its reads); answer() and senderMatchesKey() on the I/O thread, which polls the
-// ZAP socket (handler()); setClient() on whichever thread creates a socket, reading only immutable keys;
-// selfTest() on the constructor's thread while the I/O thread answers its ZAP request. The count of refused
-// keys is atomic.
+// Threading: serve() and makeStranger() run on the transport's constructor thread before the I/O thread
+// starts (starting the thread orders them before its reads); answer() and senderMatchesKey() on the I/O
+// thread, which polls the ZAP socket (handler()); setClient() on whichever thread creates a socket, reading
+// only immutable keys; selfTest() on the constructor's thread while the I/O thread answers its ZAP request.
+// The count of refused keys is atomic.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -38,10 +38,10 @@ class CurveAuth {
   // a sender pass (the engine refuses them as "short").
   bool senderMatchesKey(zmq::message_t& header) const;
 
-  // The self-test: stranger() makes the unlisted key and records it (its refusal is expected, not counted),
+  // The self-test: makeStranger() makes the unlisted key and records it (its refusal is expected, not counted),
   // before the I/O thread starts; selfTest() then connects with it to our own `endpoint` and throws IoError
   // unless the handshake fails authentication. `serial` names the test's inproc monitor address.
-  CurveKeyPair stranger();
+  CurveKeyPair makeStranger();
   void selfTest(const std::string& endpoint, const CurveKeyPair& stranger, std::uint64_t serial);
 
   std::uint64_t unlisted() const { return unlisted_.load(); }  // connections refused for their key

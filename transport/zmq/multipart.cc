@@ -2,6 +2,7 @@
 #include "transport/zmq/multipart.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "engine/frame.h"
 #include "transport/zmq/zmq_transport.h"

@@ -1,26 +1,32 @@
+// ZmqTransport's own code (zmq_transport.h): the public calls, the command FIFO that carries send(),
+// addPeer() and removePeer() to the I/O thread, and that thread's poll loop, which reads the listening
+// ROUTER into the inboxes (inbox.h), answers ZAP requests (curve_auth.h), reads the links' disconnect
+// monitors and sends what the links have queued (links.h).
+//
+// Threading: the I/O thread (run) owns every socket once the constructor has started it; the FIFO is behind
+// cmdMutex and an eventfd wakes the thread. A failure of the thread is kept in `failure`, written once before
+// the atomic `failed` is set, and rethrown by every later call but stats() and the membership inbox's two.
 #include "transport/zmq/zmq_transport.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <condition_variable>
-#include <algorithm>
 #include <deque>
-#include <iterator>
-#include <utility>
-#include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <zmq.hpp>
 
 #include "core/error.h"
-#include "engine/frame.h"
-#include "transport/zmq/buffer_pool.h"
 #include "transport/zmq/curve_auth.h"
+#include "transport/zmq/inbox.h"
 #include "transport/zmq/links.h"
 #include "transport/zmq/multipart.h"
 #include "transport/zmq/sockets.h"
@@ -29,9 +35,6 @@ namespace gossip::peer {
 
 namespace {
 
-using engine::RawFrame;
-using engine::SharedBytes;
-using detail::BufferPool;
 using detail::CurveAuth;
 using detail::Link;
 using detail::Out;
@@ -46,15 +49,6 @@ struct Command {
 }  // namespace
 
 struct ZmqTransport::Impl {
-  // A frame in the inbox. A payload of a pooled size stays in libzmq's parts and is copied by receive(), on
-  // the consumer's thread: copying a 200 MB model frame here held the I/O thread for a second on a loaded
-  // machine, and every probe, ack and refutation in or out of this node waited behind it (issue 27).
-  struct Incoming {
-    RawFrame frame;                      // payload already set when small
-    std::vector<zmq::message_t> parts;   // payload parts not copied yet
-    std::size_t bytes = 0;               // payload bytes
-  };
-
   ZmqOptions opt;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
@@ -63,21 +57,12 @@ struct ZmqTransport::Impl {
   std::mutex cmdMutex;
   std::deque<Command> commands;
 
-  std::mutex inboxMutex;
-  std::condition_variable inboxCv;
-  std::deque<Incoming> inbox;
-  std::uint64_t inboxBytes = 0;
-  // Membership frames only (see "Two inboxes" in zmq_transport.h): a mutex and a condition of their own, so
-  // the membership thread never waits for the node thread's inbox or is woken by its frames.
-  std::mutex memberMutex;
-  std::condition_variable memberCv;
-  std::deque<RawFrame> memberInbox;
+  detail::Inboxes inboxes{opt};  // what the I/O thread received, for the node and the membership threads
 
   std::atomic<bool> stop{false};
   std::atomic<bool> failed{false};
   std::string failure;  // written once by the I/O thread before `failed` is set
-  std::atomic<std::uint64_t> framesReceived{0}, bytesReceived{0}, malformed{0}, wrongKeyForSender{0}, inboxDropped{0},
-      memberInboxDropped{0};
+  std::atomic<std::uint64_t> malformed{0}, wrongKeyForSender{0};
   // CurveZMQ only (ZmqOptions::curve): the ZAP handler, the keys and the self-test. Declared after ctx, so
   // its socket closes before the context.
   std::unique_ptr<CurveAuth> curve;
@@ -87,11 +72,8 @@ struct ZmqTransport::Impl {
   std::thread io;
 
   std::vector<zmq::message_t> received;  // readOne's parts, kept to reuse the vector's storage
-  std::shared_ptr<BufferPool> pool;  // shared with the payloads handed out, which may outlive the transport
 
-  explicit Impl(ZmqOptions o)
-      : opt(o), curve(o.curve ? std::make_unique<CurveAuth>(ctx, o.curve) : nullptr),
-        pool(std::make_shared<BufferPool>(o.recycled_buffers)) {}
+  explicit Impl(ZmqOptions o) : opt(o), curve(o.curve ? std::make_unique<CurveAuth>(ctx, o.curve) : nullptr) {}
   ~Impl() {
     if (wakeFd >= 0) ::close(wakeFd);
   }
@@ -122,8 +104,6 @@ struct ZmqTransport::Impl {
     wake();
   }
 
-  bool inboxFull() const { return inbox.size() >= opt.inbox_max_frames || inboxBytes >= opt.inbox_max_bytes; }
-
   // Reads one message from the ROUTER; false when none is waiting.
   bool readOne() {
     std::vector<zmq::message_t>& part = received;
@@ -140,61 +120,7 @@ struct ZmqTransport::Impl {
       wrongKeyForSender.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
-    const auto kind = engine::peekKindByte({part[1].data<std::byte>(), part[1].size()});
-    if (kind == static_cast<std::uint8_t>(engine::FrameKind::Membership)) return toMemberInbox(part);
-    {
-      // Control frames (acks, edge agreement) have room beyond the limit, so a flood of model frames
-      // cannot starve them.
-      std::lock_guard lock(inboxMutex);
-      const bool control = kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model);
-      if (control ? inbox.size() >= 2 * opt.inbox_max_frames : inboxFull()) {
-        inboxDropped.fetch_add(1, std::memory_order_relaxed);
-        return true;
-      }
-    }
-    std::size_t size = 0;
-    for (std::size_t k = 2; k < part.size(); ++k) size += part[k].size();
-    const auto* h = part[1].data<std::byte>();
-    Incoming in;
-    in.frame.header = Bytes(h, h + part[1].size());
-    in.bytes = size;
-    if (size >= BufferPool::kMinPooled)
-      std::move(part.begin() + 2, part.end(), std::back_inserter(in.parts));
-    else
-      in.frame.payload = pool->copy(part.data() + 2, part.size() - 2, size);
-    framesReceived.fetch_add(1, std::memory_order_relaxed);
-    bytesReceived.fetch_add(part[1].size() + size, std::memory_order_relaxed);
-    {
-      std::lock_guard lock(inboxMutex);
-      inboxBytes += size;
-      inbox.push_back(std::move(in));
-    }
-    inboxCv.notify_all();
-    return true;
-  }
-
-  // A membership frame: small, copied without the pool (whose buffers are for model-sized payloads).
-  bool toMemberInbox(const std::vector<zmq::message_t>& part) {
-    std::unique_lock lock(memberMutex);
-    if (memberInbox.size() >= opt.membership_inbox_max_frames) {
-      memberInboxDropped.fetch_add(1, std::memory_order_relaxed);
-      return true;
-    }
-    lock.unlock();  // the copy runs unlocked: only this thread appends
-    const auto* h = part[1].data<std::byte>();
-    auto payload = std::make_shared<Bytes>();
-    for (std::size_t k = 2; k < part.size(); ++k) {
-      const auto* b = part[k].data<std::byte>();
-      payload->insert(payload->end(), b, b + part[k].size());
-    }
-    const std::size_t bytes = part[1].size() + payload->size();
-    RawFrame f{Bytes(h, h + part[1].size()), std::move(payload)};
-    framesReceived.fetch_add(1, std::memory_order_relaxed);
-    bytesReceived.fetch_add(bytes, std::memory_order_relaxed);
-    lock.lock();
-    memberInbox.push_back(std::move(f));
-    lock.unlock();
-    memberCv.notify_all();
+    inboxes.deliver(part);
     return true;
   }
 
@@ -257,8 +183,7 @@ struct ZmqTransport::Impl {
     } catch (const std::exception& e) {
       failure = e.what();
       failed.store(true);
-      inboxCv.notify_all();
-      memberCv.notify_all();
+      inboxes.wakeAll();
     }
   }
 };
@@ -271,7 +196,7 @@ ZmqTransport::ZmqTransport(PeerId self, const std::string& listen, ZmqOptions op
   if (impl_->wakeFd < 0) throw IoError("eventfd: " + std::string(std::strerror(errno)));
   // The self-test's key is recorded before the I/O thread (which answers its ZAP request) starts.
   CurveKeyPair stranger;
-  if (impl_->curve) stranger = impl_->curve->stranger();
+  if (impl_->curve) stranger = impl_->curve->makeStranger();
   impl_->io = std::thread([impl = impl_.get()] { impl->run(); });
   if (impl_->curve) {
     try {
@@ -310,50 +235,28 @@ void ZmqTransport::send(PeerId to, Bytes header, engine::SharedBytes payload) {
 
 bool ZmqTransport::receive(engine::RawFrame& out) {
   impl_->throwIfFailed();
-  Impl::Incoming in;
-  {
-    std::lock_guard lock(impl_->inboxMutex);
-    if (impl_->inbox.empty()) return false;
-    in = std::move(impl_->inbox.front());
-    impl_->inbox.pop_front();
-    impl_->inboxBytes -= in.bytes;
-  }
-  // Unlocked: the I/O thread goes on filling the inbox meanwhile.
-  if (!in.parts.empty()) in.frame.payload = impl_->pool->copy(in.parts.data(), in.parts.size(), in.bytes);
-  out = std::move(in.frame);
-  return true;
+  return impl_->inboxes.pop(out);
 }
 
 bool ZmqTransport::waitReadable(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->inboxMutex);
-  impl_->inboxCv.wait_for(lock, timeout, [&] { return !impl_->inbox.empty() || impl_->failed.load(); });
-  const bool ready = !impl_->inbox.empty();
-  lock.unlock();
+  const bool ready = impl_->inboxes.waitFrames(timeout, impl_->failed);
   impl_->throwIfFailed();
   return ready;
 }
 
 // These two never throw on a failed transport (the membership thread has no one to throw to): the node
 // thread's next receive or waitReadable does, and the node stops.
-bool ZmqTransport::receiveMembership(engine::RawFrame& out) {
-  std::lock_guard lock(impl_->memberMutex);
-  if (impl_->memberInbox.empty()) return false;
-  out = std::move(impl_->memberInbox.front());
-  impl_->memberInbox.pop_front();
-  return true;
-}
+bool ZmqTransport::receiveMembership(engine::RawFrame& out) { return impl_->inboxes.popMembership(out); }
 
 bool ZmqTransport::waitMembership(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(impl_->memberMutex);
-  return impl_->memberCv.wait_for(lock, timeout, [&] { return !impl_->memberInbox.empty() || impl_->failed.load(); }) &&
-         !impl_->memberInbox.empty();
+  return impl_->inboxes.waitMembership(timeout, impl_->failed);
 }
 
 ZmqStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
-  return {i.links.framesSent(), i.links.bytesSent(), i.framesReceived.load(), i.bytesReceived.load(),
+  return {i.links.framesSent(), i.links.bytesSent(), i.inboxes.framesReceived(), i.inboxes.bytesReceived(),
           i.malformed.load(), i.links.sendDropped(), i.links.disconnects(), i.curve ? i.curve->unlisted() : 0,
-          i.wrongKeyForSender.load(), i.inboxDropped.load(), i.memberInboxDropped.load()};
+          i.wrongKeyForSender.load(), i.inboxes.dropped(), i.inboxes.membershipDropped()};
 }
 
 }  // namespace gossip::peer
