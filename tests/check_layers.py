@@ -23,9 +23,9 @@ LAYERS = [
     ["compressors", "topology", "training"],
     ["algorithms"],
     ["engine"],
-    # Side by side, so neither may link the other: SWIM is pure logic whose bytes the caller carries, and the
-    # ZeroMQ backend moves frames without knowing what membership is.
-    ["transport/zmq", "membership"],
+    # Side by side, so none may link another: SWIM is pure logic whose bytes the caller carries, and the
+    # transport backends move frames without knowing what membership is.
+    ["transport/inproc", "transport/zmq", "membership"],
     ["sim"],
     ["setup"],              # reserved: the set-up shared by sim and daemon (issue 27); not there yet
     ["daemon/log"],
