@@ -5,7 +5,7 @@ ASAN_BUILD ?= build/asan
 TSAN_BUILD ?= build/tsan
 # The threaded code (the ZeroMQ transport's I/O thread, membership and the daemon's membership thread,
 # the engine it feeds, the trainer bridge's parameter copies) runs under TSan.
-TSAN_TESTS := test_engine test_peer test_membership test_membership_runner test_param_copy
+TSAN_TESTS := test_engine test_transport_zmq test_membership test_membership_runner test_param_copy
 JOBS ?= $(shell nproc)
 GOSSIPD := $(BUILD)/daemon/gossipd
 # ccache (CMakeLists.txt uses it when installed): paths relative to the source tree, so every clone and

@@ -18,7 +18,7 @@
 
 #include "core/error.h"
 #include "engine/frame.h"
-#include "peer/zmq_transport.h"
+#include "transport/zmq/zmq_transport.h"
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;

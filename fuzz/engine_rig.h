@@ -6,12 +6,12 @@
 #include <memory>
 
 #include "compressors/compressor.h"
-#include "engine/inproc.h"
 #include "engine/node_engine.h"
 #include "engine/round_driver.h"
 #include "training/dataset.h"
 #include "training/model.h"
 #include "training/partition.h"
+#include "transport/inproc/inproc.h"
 
 namespace gossip::fuzz {
 

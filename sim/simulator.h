@@ -15,13 +15,13 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
-#include "engine/inproc.h"
 #include "engine/node_engine.h"
 #include "topology/topology.h"
 #include "training/estimators.h"
 #include "training/model.h"
 #include "training/partition.h"
 #include "training/schedule.h"
+#include "transport/inproc/inproc.h"
 
 namespace gossip::sim {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "daemon/cli/cli.h"
-#include "peer/curve_keys.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace gossip::cmd {
 

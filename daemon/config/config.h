@@ -88,7 +88,7 @@ struct ClusterConfig {
   std::string weights = "metropolis";
   std::uint64_t seed = 1;           // topology seed; identical on every node
   std::vector<std::string> seeds;   // endpoints of seed nodes to join through
-  // run: membership and failure detection (peer/membership.h); LAN defaults, see docs/config.md.
+  // run: membership and failure detection (membership/membership.h); LAN defaults, see docs/config.md.
   std::uint32_t probe_interval_ms = 200;
   std::uint32_t probe_timeout_ms = 100;
   std::uint32_t indirect_probes = 3;

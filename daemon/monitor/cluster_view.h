@@ -16,7 +16,7 @@
 #include "core/types.h"
 #include "daemon/monitor/cluster_status.h"
 #include "engine/view.h"
-#include "peer/membership.h"
+#include "membership/membership.h"
 
 namespace gossip::daemon {
 

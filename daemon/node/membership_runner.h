@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "engine/transport.h"
-#include "peer/membership.h"
-#include "peer/zmq_transport.h"
+#include "membership/membership.h"
+#include "transport/zmq/zmq_transport.h"
 
 namespace gossip::daemon {
 

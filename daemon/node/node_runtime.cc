@@ -59,10 +59,10 @@
 #include "engine/frame.h"
 #include "engine/node_engine.h"
 #include "engine/round_driver.h"
-#include "peer/membership.h"
-#include "peer/zmq_transport.h"
+#include "membership/membership.h"
 #include "sim/simulator.h"
 #include "training/smoothness.h"
+#include "transport/zmq/zmq_transport.h"
 
 namespace gossip::daemon {
 namespace fs = std::filesystem;

@@ -12,8 +12,8 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
-#include "engine/inproc.h"
 #include "engine/node_engine.h"
+#include "transport/inproc/inproc.h"
 #include "problems.h"
 
 namespace gossip::testing {

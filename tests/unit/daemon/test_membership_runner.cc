@@ -15,7 +15,7 @@
 
 #include "daemon/node/membership_runner.h"
 #include "engine/frame.h"
-#include "peer/zmq_transport.h"
+#include "transport/zmq/zmq_transport.h"
 
 using namespace gossip;
 using daemon::MembershipRunner;

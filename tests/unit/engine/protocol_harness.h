@@ -8,7 +8,7 @@
 //
 // Fault model (docs/engine.md, "The fault-schedule harness"):
 //  - every frame goes into a FIFO queue per (sender, receiver, channel), the channels being model frames
-//    and everything else, as the ZeroMQ transport keeps order (peer/zmq_transport.h); a frame is
+//    and everything else, as the ZeroMQ transport keeps order (transport/zmq/zmq_transport.h); a frame is
 //    delivered after a random delay, queue heads in a random order, so the two channels and the links
 //    interleave freely;
 //  - model and ack frames may be lost or duplicated (the linked mode retransmits and refuses duplicates);

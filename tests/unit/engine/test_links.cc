@@ -13,12 +13,12 @@
 
 #include "compressors/compressor.h"
 #include "core/rng.h"
-#include "engine/inproc.h"
 #include "engine/node_engine.h"
 #include "engine/round_driver.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
+#include "transport/inproc/inproc.h"
 
 using namespace gossip;
 using namespace gossip::engine;

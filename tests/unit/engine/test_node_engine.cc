@@ -10,11 +10,11 @@
 #include "compressors/compressor.h"
 #include "core/crc32c.h"
 #include "core/serial.h"
-#include "engine/inproc.h"
 #include "engine/node_engine.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
+#include "transport/inproc/inproc.h"
 
 using namespace gossip;
 using namespace gossip::engine;

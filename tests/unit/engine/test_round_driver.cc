@@ -4,11 +4,11 @@
 #include <doctest/doctest.h>
 
 #include "compressors/compressor.h"
-#include "engine/inproc.h"
 #include "engine/round_driver.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
+#include "transport/inproc/inproc.h"
 
 using namespace gossip;
 using namespace gossip::engine;

@@ -10,8 +10,8 @@
 
 #include "core/error.h"
 #include "engine/frame.h"
-#include "peer/curve_keys.h"
-#include "peer/zmq_transport.h"
+#include "transport/zmq/curve_keys.h"
+#include "transport/zmq/zmq_transport.h"
 
 using namespace gossip;
 using engine::FrameKind;

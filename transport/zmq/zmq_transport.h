@@ -1,54 +1,37 @@
 #pragma once
 // ZmqTransport: the engine's Transport over ZeroMQ/TCP (DESIGN.md §3, §6). Like every transport it never
-// interprets a frame: it moves [header, payload] pairs and counts bytes.
+// interprets a frame: it moves [header, payload] pairs and counts bytes. This header is what its users see;
+// how it works is in the other files of transport/zmq/, one job each:
+//   multipart.h    a frame as a multipart message: the header, then the payload in 1 MiB parts (zero copy)
+//   links.h        outgoing: per peer a control and a model DEALER, bounded queues, disconnect hints
+//   inbox.h        incoming: the frame inbox and the membership inbox, their bounds, copies off the I/O thread
+//   buffer_pool.h  the buffers received payloads are copied into, recycled
+//   shaper.h       the bandwidth cap of a model channel (ZmqOptions::link_bytes_per_second)
+//   sockets.h      every socket option, and why
+//   curve_auth.h   CurveZMQ: the ZAP handler, server and client keys (curve_keys.h), sender check, self-test
 //
-// Design
-//  - Incoming: one ROUTER socket bound to the listen address. Every message must have the parts
-//    [routing id, header, payload part...]; anything else is dropped and counted (malformed_dropped), never
-//    thrown.
-//  - Payload parts: a payload over kPayloadPartBytes travels as several parts of exactly that size, the last
-//    one shorter; the receiver copies them into one buffer (the copy it made of a single part before).
-//    Why: with CurveZMQ libzmq encrypts and decrypts each part whole on its I/O thread, which also serves
-//    every other connection. A 64 MB part held that thread for long enough that the failure detector's
-//    probes and acks, waiting behind it, timed out and the two daemons declared each other dead (issue 8);
-//    1 MiB parts let the control connection's traffic through between them. Plain TCP sends the same
-//    parts (zero copy either way), so there is one wire format.
-//  - Outgoing: per peer, two DEALER sockets connected to the peer's ROUTER, one for control frames (header
-//    byte 5 = kind != Model) and one for model frames. A control frame therefore never queues behind a huge
-//    model frame, neither in our queues nor in a TCP stream: the two connections are separate TCP streams and
-//    the receiving ROUTER fair-queues them. Order is kept per (link, channel), not between the two channels
-//    (the engine's per-link sequence numbers see the difference). DEALERs set no routing id: the ROUTER
-//    gives every connection its own (fixed ids let two links to one endpoint evict each other; see
-//    connect() in zmq_transport.cc). Who sent a frame is in its header.
-//  - Zero copy on send: the payload part is a zmq::message_t over the shared buffer's bytes whose free
-//    function deletes a heap-held copy of the shared_ptr, so the buffer lives until libzmq is done with it.
-//    Receiving copies the payload once into a Bytes (the engine's RawFrame holds a std::vector); large
-//    buffers are recycled through a small pool once the engine drops them, so the copy does not page-fault.
-//    A payload of 1 MiB or more is copied by receive(), on the consumer's thread, not by the I/O thread: the
-//    I/O thread only moves libzmq's parts into the inbox, so a 200 MB frame does not hold every probe, ack
-//    and send of the node behind its copy (issue 27).
+// Contract
+//  - Incoming: one ROUTER bound to the listen address. A message that is not a well-formed frame is dropped
+//    and counted (malformed_dropped), never thrown. A frame read while its inbox is full is dropped and
+//    counted (inbox_dropped, membership_inbox_dropped); control frames have room beyond the model frames'
+//    limit, so a flood of model frames cannot starve them. Replica methods resend what was dropped;
+//    stateless ones mix it as missing.
+//  - Two inboxes: Membership frames (header byte 5, engine/frame.h) are read with receiveMembership() and
+//    waitMembership() by the membership thread (daemon/node/membership_runner.h), every other frame with
+//    receive() and waitReadable() by the node thread, so probes and acks are taken while the node computes.
+//  - Outgoing: order is kept per (peer, channel), the channels being control frames (kind != Model) and
+//    model frames, on separate connections: a control frame never waits behind a model frame, and the two
+//    may overtake each other (the engine's per-link sequence numbers see it). send() queues and returns;
+//    a frame for an unknown peer, beyond a full queue or still queued when its peer is removed is dropped
+//    and counted (send_dropped). Who sent a frame is in its header, never in the connection.
+//  - Disconnects: a broken control connection is a hint for the failure detector to probe at once
+//    (takeDisconnects()), never a verdict (DESIGN.md: a ZeroMQ disconnect is a suspicion, never a death).
 //  - Threads: zmq sockets are not thread-safe, so one I/O thread owns them all. send(), addPeer() and
-//    removePeer() append commands to one mutex-protected FIFO and wake the I/O thread through an eventfd
-//    polled by zmq_poll next to the sockets. The I/O thread drains the whole FIFO on every wake-up (each
-//    command is O(1) and never blocks), so the FIFO needs no priorities; frames then wait in per-peer,
-//    per-channel queues until their DEALER is writable (bounded: the oldest frame is dropped and counted).
-//    Received frames go to a mutex-protected inbox that receive() pops; while the inbox is over its limit
-//    the I/O thread still reads the ROUTER but drops model frames it reads (inbox_dropped; control
-//    frames have room for as many again, so a flood cannot starve the failure detector): never letting libzmq
-//    stop reading a connection avoids a libzmq 4.3.4 abort (see bind() in zmq_transport.cc). Replica
-//    methods resend what was dropped; stateless ones mix it as missing.
-//  - Two inboxes: Membership frames (header byte 5, engine/frame.h) go to an inbox of their own, read with
-//    receiveMembership()/waitMembership() by the membership thread (daemon/membership_runner.h); every other
-//    frame goes to the inbox of receive()/waitReadable(), read by the node thread. So probes and acks are
-//    taken within milliseconds while the node thread computes for seconds and its inbox fills (issue 27: a
-//    20M-parameter model's rounds held the one loop long enough for healthy nodes to be declared dead). Each
-//    inbox has its own mutex, condition and bound; a membership frame beyond the bound is dropped and
-//    counted (membership_inbox_dropped), like a model frame beyond the inbox's.
-//  - Disconnects: each control DEALER has a socket monitor (an inproc PAIR polled by the I/O thread); a
-//    DISCONNECTED event queues the peer for takeDisconnects(), which the daemon turns into an immediate
-//    membership probe (DESIGN.md: a ZeroMQ disconnect is a suspicion, never a death).
-//  - addPeer() creates and connects the DEALERs in the caller's thread (so a bad endpoint throws there) and
-//    hands them to the I/O thread through the FIFO (the mutex is the memory barrier zmq asks for).
+//    removePeer() append commands to one mutex-protected FIFO and wake the I/O thread through an eventfd it
+//    polls next to the sockets; it drains the whole FIFO on every wake-up (each command is O(1) and never
+//    blocks). addPeer() creates and connects the sockets on the caller's thread, so a bad endpoint throws
+//    there. A payload of 1 MiB or more is copied by receive(), on the consumer's thread, never by the I/O
+//    thread, so a 200 MB frame does not hold every probe, ack and send of the node behind its copy.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -57,16 +40,16 @@
 #include <vector>
 
 #include "engine/transport.h"
-#include "peer/curve_keys.h"
+#include "transport/zmq/curve_keys.h"
 
 namespace gossip::peer {
 
-// The payload part size (see "Payload parts" above). Part of the wire format: every daemon must agree.
+// The payload part size (multipart.h). Part of the wire format: every daemon must agree.
 inline constexpr std::size_t kPayloadPartBytes = std::size_t{1} << 20;
 
 struct ZmqOptions {
   // TCP keepalive: probes start after this many idle seconds, 1 s apart, 5 unanswered drop the connection
-  // (ZMTP heartbeats are off: see setCommon in zmq_transport.cc).
+  // (ZMTP heartbeats are off: see setCommon in sockets.cc).
   int keepalive_idle_s = 5;
   int handshake_ivl_ms = 5000;
   int reconnect_ivl_ms = 100;
@@ -131,6 +114,7 @@ class ZmqTransport final : public engine::Transport {
   // Blocks until a frame is waiting (true) or the timeout passes (false). Does not take the frame.
   bool waitReadable(std::chrono::milliseconds timeout);
   // The membership inbox ("Two inboxes" above): one consumer thread, which may differ from receive()'s.
+  // These two never throw on a failed transport: the node thread's next receive or waitReadable does.
   bool receiveMembership(engine::RawFrame& out);
   bool waitMembership(std::chrono::milliseconds timeout);
 

@@ -1,4 +1,4 @@
-#include "engine/inproc.h"
+#include "transport/inproc/inproc.h"
 
 #include "engine/frame.h"
 

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/serial.h"
-#include "peer/membership.h"
+#include "membership/membership.h"
 
 using namespace gossip;
 using namespace gossip::peer;

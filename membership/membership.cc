@@ -1,4 +1,4 @@
-#include "peer/membership.h"
+#include "membership/membership.h"
 
 #include <algorithm>
 #include <cmath>

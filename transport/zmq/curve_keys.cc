@@ -1,4 +1,6 @@
-#include "peer/curve_keys.h"
+// The CurveZMQ key files of a cluster (curve_keys.h): generating, writing and reading them. No thread of its own;
+// libzmq only generates key pairs and decodes Z85 (what the transport does with the keys is curve_auth.h's).
+#include "transport/zmq/curve_keys.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

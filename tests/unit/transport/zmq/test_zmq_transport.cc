@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "engine/frame.h"
-#include "peer/zmq_transport.h"
+#include "transport/zmq/zmq_transport.h"
 
 using namespace gossip;
 using engine::FrameKind;

@@ -4,7 +4,7 @@
 // Design: one *cluster* key pair plays the CURVE server on every node's listening socket, and each node
 // has its own *node* key pair with which its outgoing connections authenticate. Every node holds the
 // allow-list `allow.txt` ("<id> <node public key>" per line). A connection is accepted only when its
-// client key is listed (the ZAP handler in zmq_transport.cc answers libzmq's authentication requests), and
+// client key is listed (the ZAP handler in curve_auth.cc answers libzmq's authentication requests), and
 // every frame that arrives on it must name the id its key is listed under, so a listed node cannot speak
 // for another id.
 // Why a shared server key rather than one per node: a node reaches its seeds by address before it knows

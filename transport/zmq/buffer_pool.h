@@ -1,0 +1,39 @@
+#pragma once
+// BufferPool: the buffers received payloads are copied into, recycled. The engine's RawFrame holds a Bytes
+// (a std::vector), so every received payload is copied once out of libzmq's parts. A fresh multi-megabyte
+// vector costs a page fault per 4 KiB (measured: ~20% of loopback throughput for 64 MB frames), so large
+// buffers come back here when the engine drops its last reference, and the next frame of similar size is
+// copied into one without faulting.
+//
+// Threading: copy() runs on the I/O thread (small payloads) or on receive()'s caller (large ones); a buffer
+// comes back from whichever thread drops the last reference to it. One mutex guards the free list. The pool
+// is held by shared_ptr: payloads handed out hold it too, since they may outlive the transport.
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "core/bytes.h"
+#include "engine/transport.h"
+
+namespace gossip::peer::detail {
+
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  static constexpr std::size_t kMinPooled = std::size_t{1} << 20;  // smaller ones: malloc is cheap enough
+  // Keeps at most `keep` idle buffers (ZmqOptions::recycled_buffers); each holds its capacity.
+  explicit BufferPool(std::size_t keep) : keep_(keep) {}
+
+  // One buffer holding the `count` parts' bytes one after the other, `n` bytes in all.
+  engine::SharedBytes copy(const zmq::message_t* parts, std::size_t count, std::size_t n);
+
+ private:
+  void give(Bytes* x);  // the payload's deleter: keeps a large buffer if there is room
+  std::size_t keep_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Bytes>> free_;
+};
+
+}  // namespace gossip::peer::detail

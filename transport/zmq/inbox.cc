@@ -1,0 +1,107 @@
+// The two inboxes (inbox.h): delivery on the I/O thread, taking and waiting on the consumers' threads.
+#include "transport/zmq/inbox.h"
+
+#include <iterator>
+#include <utility>
+
+#include "engine/frame.h"
+
+namespace gossip::peer::detail {
+
+void Inboxes::deliver(std::vector<zmq::message_t>& part) {
+  const auto kind = engine::peekKindByte({part[1].data<std::byte>(), part[1].size()});
+  if (kind == static_cast<std::uint8_t>(engine::FrameKind::Membership)) return toMembership(part);
+  {
+    // Control frames (acks, edge agreement) have room beyond the limit, so a flood of model frames
+    // cannot starve them.
+    std::lock_guard lock(framesMutex_);
+    const bool control = kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model);
+    if (control ? frames_.size() >= 2 * opt_.inbox_max_frames : full()) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  std::size_t size = 0;
+  for (std::size_t k = 2; k < part.size(); ++k) size += part[k].size();
+  const auto* h = part[1].data<std::byte>();
+  Incoming in;
+  in.frame.header = Bytes(h, h + part[1].size());
+  in.bytes = size;
+  if (size >= BufferPool::kMinPooled)
+    std::move(part.begin() + 2, part.end(), std::back_inserter(in.parts));
+  else
+    in.frame.payload = pool_->copy(part.data() + 2, part.size() - 2, size);
+  framesReceived_.fetch_add(1, std::memory_order_relaxed);
+  bytesReceived_.fetch_add(part[1].size() + size, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(framesMutex_);
+    frameBytes_ += size;
+    frames_.push_back(std::move(in));
+  }
+  framesCv_.notify_all();
+}
+
+// A membership frame: small, copied without the pool (whose buffers are for model-sized payloads).
+void Inboxes::toMembership(const std::vector<zmq::message_t>& part) {
+  std::unique_lock lock(memberMutex_);
+  if (member_.size() >= opt_.membership_inbox_max_frames) {
+    membershipDropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  lock.unlock();  // the copy runs unlocked: only this thread appends
+  const auto* h = part[1].data<std::byte>();
+  auto payload = std::make_shared<Bytes>();
+  for (std::size_t k = 2; k < part.size(); ++k) {
+    const auto* b = part[k].data<std::byte>();
+    payload->insert(payload->end(), b, b + part[k].size());
+  }
+  const std::size_t bytes = part[1].size() + payload->size();
+  engine::RawFrame f{Bytes(h, h + part[1].size()), std::move(payload)};
+  framesReceived_.fetch_add(1, std::memory_order_relaxed);
+  bytesReceived_.fetch_add(bytes, std::memory_order_relaxed);
+  lock.lock();
+  member_.push_back(std::move(f));
+  lock.unlock();
+  memberCv_.notify_all();
+}
+
+bool Inboxes::pop(engine::RawFrame& out) {
+  Incoming in;
+  {
+    std::lock_guard lock(framesMutex_);
+    if (frames_.empty()) return false;
+    in = std::move(frames_.front());
+    frames_.pop_front();
+    frameBytes_ -= in.bytes;
+  }
+  // Unlocked: the I/O thread goes on filling the inbox meanwhile.
+  if (!in.parts.empty()) in.frame.payload = pool_->copy(in.parts.data(), in.parts.size(), in.bytes);
+  out = std::move(in.frame);
+  return true;
+}
+
+bool Inboxes::waitFrames(std::chrono::milliseconds timeout, const std::atomic<bool>& failed) {
+  std::unique_lock lock(framesMutex_);
+  framesCv_.wait_for(lock, timeout, [&] { return !frames_.empty() || failed.load(); });
+  return !frames_.empty();
+}
+
+bool Inboxes::popMembership(engine::RawFrame& out) {
+  std::lock_guard lock(memberMutex_);
+  if (member_.empty()) return false;
+  out = std::move(member_.front());
+  member_.pop_front();
+  return true;
+}
+
+bool Inboxes::waitMembership(std::chrono::milliseconds timeout, const std::atomic<bool>& failed) {
+  std::unique_lock lock(memberMutex_);
+  return memberCv_.wait_for(lock, timeout, [&] { return !member_.empty() || failed.load(); }) && !member_.empty();
+}
+
+void Inboxes::wakeAll() {
+  framesCv_.notify_all();
+  memberCv_.notify_all();
+}
+
+}  // namespace gossip::peer::detail

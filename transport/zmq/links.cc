@@ -1,0 +1,146 @@
+// The outgoing side (links.h): connecting a link's DEALERs, the per-channel queues, sending, and the
+// monitors' disconnect events. I/O thread only, but connectLink() (addPeer's caller) and takeDisconnects().
+#include "transport/zmq/links.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "engine/frame.h"
+#include "transport/zmq/multipart.h"
+#include "transport/zmq/sockets.h"
+
+namespace gossip::peer::detail {
+
+namespace {
+
+constexpr int kControl = 0;  // channel index of control frames
+constexpr int kModel = 1;    // channel index of model frames
+
+// Anything whose kind cannot be read goes on the model channel.
+int channelOf(const Bytes& header) {
+  const auto kind = engine::peekKindByte(header);
+  return kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model) ? kControl : kModel;
+}
+
+}  // namespace
+
+std::unique_ptr<Link> connectLink(zmq::context_t& ctx, const ZmqOptions& opt, const CurveAuth* curve,
+                                  std::atomic<std::uint64_t>& serial, PeerId self, const std::string& endpoint) {
+  auto link = std::make_unique<Link>();
+  for (int c : {kControl, kModel}) {
+    zmq::socket_t s = makeDealer(ctx, opt, c == kModel);
+    if (curve) curve->setClient(s, opt.curve->node);
+    if (c == kControl) link->monitor = monitorDisconnects(ctx, s, serial.fetch_add(1));  // before it connects
+    link->channel[c].socket = std::move(s);
+    if (c == kModel && opt.link_bytes_per_second > 0)
+      link->channel[c].shaper = Shaper(opt.link_bytes_per_second, opt.link_burst_bytes);
+    try {
+      link->channel[c].socket.connect(endpoint);
+    } catch (const zmq::error_t& e) {
+      throw IoError("peer " + std::to_string(self) + " endpoint " + endpoint + ": " + e.what());
+    }
+  }
+  return link;
+}
+
+void Links::add(PeerId peer, std::unique_ptr<Link> link) {
+  remove(peer);
+  links_[peer] = std::move(link);
+}
+
+void Links::remove(PeerId peer) {
+  auto it = links_.find(peer);
+  if (it == links_.end()) return;
+  for (const Channel& ch : it->second->channel) sendDropped_.fetch_add(ch.queue.size(), std::memory_order_relaxed);
+  links_.erase(it);  // linger 0: the sockets close at once
+}
+
+void Links::send(PeerId peer, Out frame) {
+  auto it = links_.find(peer);
+  if (it == links_.end()) {
+    sendDropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Channel& ch = it->second->channel[channelOf(frame.header)];
+  if (ch.queue.size() >= opt_.max_queued_per_channel) {
+    ch.queue.pop_front();
+    sendDropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ch.queue.push_back(std::move(frame));
+  flush(ch);
+}
+
+void Links::watchMonitors(std::vector<zmq_pollitem_t>& items) {
+  monitors_.clear();
+  for (auto& [id, link] : links_) {
+    items.push_back({link->monitor.handle(), 0, ZMQ_POLLIN, 0});
+    monitors_.emplace_back(id, link.get());
+  }
+}
+
+void Links::watchWriters(std::vector<zmq_pollitem_t>& items, std::int64_t& timeoutMs) {
+  writers_.clear();
+  throttled_.clear();
+  for (auto& [id, link] : links_)
+    for (Channel& ch : link->channel) {
+      if (ch.queue.empty()) continue;
+      if (ch.shaper.capped()) {
+        if (const auto wait = ch.shaper.refill(); wait > 0) {
+          timeoutMs = timeoutMs < 0 ? wait : std::min(timeoutMs, wait);
+          throttled_.push_back(&ch);
+          continue;
+        }
+      }
+      items.push_back({ch.socket.handle(), 0, ZMQ_POLLOUT, 0});
+      writers_.push_back(&ch);
+    }
+}
+
+void Links::readMonitors(const std::vector<zmq_pollitem_t>& items, std::size_t first) {
+  for (std::size_t i = 0; i < monitors_.size(); ++i)
+    if (items[first + i].revents & ZMQ_POLLIN) readMonitor(monitors_[i].first, *monitors_[i].second);
+}
+
+void Links::flushWritable(const std::vector<zmq_pollitem_t>& items, std::size_t first) {
+  for (std::size_t i = 0; i < writers_.size(); ++i)
+    if (items[first + i].revents & ZMQ_POLLOUT) flush(*writers_[i]);
+  for (Channel* ch : throttled_) flush(*ch);  // refilled meanwhile (flush checks again)
+}
+
+std::vector<PeerId> Links::takeDisconnects() {
+  std::lock_guard lock(disconnectMutex_);
+  return std::exchange(disconnected_, {});
+}
+
+// Sends queued frames until the socket would block or the channel's shaper runs out of tokens (the loop
+// polls again when the bucket has refilled).
+void Links::flush(Channel& ch) {
+  while (!ch.queue.empty()) {
+    if (ch.shaper.capped() && ch.shaper.refill() > 0) return;
+    Out& o = ch.queue.front();
+    if (!sendFrame(ch.socket, o.header, o.payload)) return;
+    const std::size_t bytes = o.header.size() + (o.payload ? o.payload->size() : 0);
+    framesSent_.fetch_add(1, std::memory_order_relaxed);
+    bytesSent_.fetch_add(bytes, std::memory_order_relaxed);
+    ch.shaper.spend(bytes);
+    ch.queue.pop_front();
+  }
+}
+
+// Reads every event waiting on a link's monitor; a DISCONNECTED notes the peer.
+void Links::readMonitor(PeerId peer, Link& link) {
+  for (;;) {
+    zmq::message_t event, address;
+    if (!link.monitor.recv(event, zmq::recv_flags::dontwait)) return;
+    if (event.more()) (void)link.monitor.recv(address, zmq::recv_flags::none);
+    std::uint16_t id = 0;
+    if (event.size() >= sizeof id) std::memcpy(&id, event.data(), sizeof id);
+    if (id != ZMQ_EVENT_DISCONNECTED) continue;
+    disconnects_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(disconnectMutex_);
+    if (std::find(disconnected_.begin(), disconnected_.end(), peer) == disconnected_.end()) disconnected_.push_back(peer);
+  }
+}
+
+}  // namespace gossip::peer::detail

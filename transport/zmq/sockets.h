@@ -1,0 +1,33 @@
+#pragma once
+// The options of the transport's sockets, each with the reason it is set: what every socket shares (no
+// linger, TCP keepalives instead of ZMTP heartbeats, a handshake deadline), the listening ROUTER, the
+// DEALERs towards peers and the socket monitor that reports a DEALER's broken connection. CurveZMQ's
+// options are curve_auth.h's.
+//
+// Threading: functions on sockets their caller owns. The ROUTER is set up before the I/O thread starts;
+// DEALERs and monitors on addPeer()'s caller, before the I/O thread takes them over (links.h).
+#include <cstdint>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "transport/zmq/zmq_transport.h"
+
+namespace gossip::peer::detail {
+
+// The options every socket of the transport gets first.
+void setCommon(zmq::socket_t& s, const ZmqOptions& opt);
+
+// The listening ROUTER's own options, then binds it to `listen`. After setCommon and, with CurveZMQ,
+// CurveAuth::serve. Throws IoError naming the address when it cannot bind.
+void bindListener(zmq::socket_t& router, const std::string& listen);
+
+// A DEALER for one channel of a link (model or control), with its options; not connected yet.
+zmq::socket_t makeDealer(zmq::context_t& ctx, const ZmqOptions& opt, bool model);
+
+// Watches `s` for DISCONNECTED events (RST, FIN, TCP keepalive timeout): returns the PAIR socket they
+// arrive on, connected to the monitor's inproc address, which `serial` makes unique. Call it before `s`
+// connects, so that no event is missed. Throws IoError.
+zmq::socket_t monitorDisconnects(zmq::context_t& ctx, zmq::socket_t& s, std::uint64_t serial);
+
+}  // namespace gossip::peer::detail
