@@ -49,13 +49,15 @@
 #include "daemon/monitor/http_server.h"
 #include "daemon/log/log.h"
 #include "daemon/monitor/metrics.h"
+#include "daemon/node/background.h"
+#include "daemon/node/checkpoint_store.h"
+#include "daemon/node/evaluation.h"
 #include "daemon/node/membership_runner.h"
 #include "daemon/node/model_meta.h"
 #include "daemon/node/model_out.h"
 #include "daemon/node/sim_setup.h"
 #include "daemon/bridge/trainer_bridge.h"
 #include "daemon/bridge/trainer_node.h"
-#include "engine/checkpoint.h"
 #include "engine/frame.h"
 #include "engine/node_engine.h"
 #include "engine/round_driver.h"
@@ -76,7 +78,6 @@ std::atomic<bool> gStop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is written from a signal handler");
 extern "C" void onStopSignal(int) { gStop.store(true, std::memory_order_relaxed); }
 
-constexpr std::uint32_t kRunStateTag = serial::fourcc("GRUN");
 // Pseudo ids for seed endpoints whose node id is not known yet (transport destinations only).
 constexpr PeerId kSeedIdBase = 0x80000000u;
 
@@ -174,6 +175,12 @@ struct NodeRuntime::Impl {
   std::optional<training::Dataset> fullTest;  // the whole test set
   const training::Dataset* periodicSet() const { return evalSet ? &*evalSet : fullTest ? &*fullTest : nullptr; }
   std::size_t accuracySamples = 0;  // test rows behind `accuracy`
+  // Checkpoint writes and periodic evaluations run here, off the rounds (background.h). Drained before
+  // the fields its tasks read go (~Impl), before a rejoin and before the process ends.
+  std::unique_ptr<Background> background = std::make_unique<ThreadBackground>();
+  CheckpointStore checkpoints{dir / "checkpoints", c.node.keep_checkpoints, nodeLog};
+  std::unique_ptr<CheckpointWriter> checkpointWriter;  // once the newest checkpoint was loaded
+  std::unique_ptr<PeriodicEvaluation> evaluation;      // with monitor.eval_every and a test set
   std::unique_ptr<peer::ZmqTransport> zmq;
   std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)
   std::unique_ptr<EngineTransport> etransport;
@@ -197,7 +204,6 @@ struct NodeRuntime::Impl {
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
   std::map<std::string, std::uint64_t> membershipRejected;
   std::uint64_t nextStatus = 0, nextProgress = 0;
-  Round lastCheckpoint = 0;
   std::uint64_t suspicions = 0, refutations = 0, deaths = 0;
   std::vector<std::string> extraSeeds;  // members known before a rejoin
   std::uint64_t stateAskedAt = 0;
@@ -205,7 +211,6 @@ struct NodeRuntime::Impl {
   Traffic traffic;
   Histogram roundDurations{std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets))};
   Clock::time_point roundBeganAt{};
-  std::optional<std::uint64_t> lastCheckpointAt;  // ms, a checkpoint this process wrote
   std::unique_ptr<HttpServer> http;
 
   // ---- trainer.enable (docs/trainer.md): a trainer process drives the rounds ----
@@ -235,6 +240,7 @@ struct NodeRuntime::Impl {
   // The membership thread calls into fields declared after `membership`: it stops before they go.
   ~Impl() {
     if (membership) membership->stop();
+    background->drain();  // its tasks read the writer, the evaluation and the test set
   }
 
   Impl(Config config, std::shared_ptr<logging::Loggers> logs)
@@ -268,6 +274,7 @@ struct NodeRuntime::Impl {
     etransport = std::make_unique<EngineTransport>(*zmq, traffic);
     makeEngine();
     loadNewestCheckpoint();
+    checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return msSince(t0); }, nodeLog);
     if (bridge) {
       if (trainerPlaceholder && !resumed) {  // no checkpoint could be read after all: take a trainer's model
         if (!waitForTrainerModel()) {
@@ -327,6 +334,7 @@ struct NodeRuntime::Impl {
     }
     problem->test.reset();
     problem->setup.test = nullptr;
+    if (c.monitor.eval_every && periodicSet()) evaluation = std::make_unique<PeriodicEvaluation>(*problem->model, *periodicSet(), *background);
   }
 
   // Trainer mode: the bridge and the node's codec; the first model comes from the first trainer that
@@ -353,9 +361,7 @@ struct NodeRuntime::Impl {
     }
     unsigned long long dim = 0;
     if (std::ifstream in(dir / "trainer_dim"); in) in >> dim;
-    bool haveCheckpoint = false;
-    for (const auto& e : fs::directory_iterator(dir / "checkpoints")) haveCheckpoint |= e.path().extension() == ".gsc";
-    if (dim > 0 && haveCheckpoint) {
+    if (dim > 0 && !checkpoints.empty()) {
       trainerX0 = training::Vec::Zero(static_cast<Eigen::Index>(dim));
       trainerPlaceholder = true;
       return true;
@@ -419,32 +425,13 @@ struct NodeRuntime::Impl {
   }
 
   void loadNewestCheckpoint() {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
-      if (e.path().extension() == ".gsc") files.push_back(e.path());
-    std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-      return std::stoull(a.stem().string().substr(5)) > std::stoull(b.stem().string().substr(5));
-    });
-    for (const auto& f : files) {
-      try {
-        const Bytes body = engine::readCheckpoint(f);
-        ByteReader r(body, "checkpoint");
-        serial::expectTag(r, kRunStateTag, "a gossipd run checkpoint");
-        const auto savedId = r.get<std::uint32_t>();
-        if (savedId != id) throw DecodeError("it belongs to node " + std::to_string(savedId));
-        const Round next = r.get<std::uint64_t>();
-        engine->node().load(r);
-        r.expectEnd();
-        // The edges were with the previous life's neighbours, who drop theirs when they see our new
-        // incarnation: keep the model, drop the edges (and with them the dual shares).
-        engine->dropAllEdges();
-        resumed = true;
-        resumeRound = next;
-        return;
-      } catch (const std::exception& e) {
-        nodeLog->warn("skipping checkpoint {}: {}", f.string(), e.what());
-      }
-    }
+    const auto next = checkpoints.loadNewest(id, [this](ByteReader& r) { engine->node().load(r); });
+    if (!next) return;
+    // The edges were with the previous life's neighbours, who drop theirs when they see our new
+    // incarnation: keep the model, drop the edges (and with them the dual shares).
+    engine->dropAllEdges();
+    resumed = true;
+    resumeRound = *next;
   }
 
   void makeMembership() {
@@ -843,38 +830,30 @@ struct NodeRuntime::Impl {
   bool progressed = false;
 
   void afterRound(Round done) {
-    if (c.monitor.eval_every && periodicSet() && done % c.monitor.eval_every == 0) {
-      accuracy = problem->model->accuracy(engine->node().algorithm().x(), *periodicSet());
-      accuracySamples = periodicSet()->samples();
-    }
+    if (evaluation && done % c.monitor.eval_every == 0) evaluation->submit(done, engine->node().algorithm().x());
     if (c.node.checkpoint_every && done % c.node.checkpoint_every == 0) checkpoint(done);
   }
 
+  // Serialized here (the state changes next round), written by the background (checkpoint_store.h).
   void checkpoint(Round next) {
-    Bytes body;
-    ByteWriter w(body);
-    serial::putTag(w, kRunStateTag);
-    w.put<std::uint32_t>(id);
-    w.put<std::uint64_t>(next);
-    engine->node().save(w);
-    engine::writeCheckpoint(dir / "checkpoints" / ("ckpt-" + std::to_string(next) + ".gsc"), body);
-    lastCheckpoint = next;
-    lastCheckpointAt = msSince(t0);
-    // Keep the newest node.keep_checkpoints.
-    std::vector<std::pair<Round, fs::path>> all;
-    for (const auto& f : fs::directory_iterator(dir / "checkpoints"))
-      if (f.path().extension() == ".gsc") all.emplace_back(std::stoull(f.path().stem().string().substr(5)), f.path());
-    std::sort(all.rbegin(), all.rend());
-    for (std::size_t k = c.node.keep_checkpoints; k < all.size(); ++k) fs::remove(all[k].second);
-    writeModelFiles(next);
+    CheckpointJob job;
+    job.next = next;
+    job.body = runStateBody(id, next, [this](ByteWriter& w) { engine->node().save(w); });
+    const auto& x = engine->node().algorithm().x();
+    job.model.assign(x.data(), x.data() + x.size());
+    job.meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()}, {"layout", "the trainer's flat parameter vector"},
+                                       {"round", next}, {"node", id}, {"incarnation", incarnation}}
+                      : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
+    checkpointWriter->submit(std::move(job));
   }
 
-  void writeModelFiles(Round next) {
-    const auto& x = engine->node().algorithm().x();
-    const auto meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()}, {"layout", "the trainer's flat parameter vector"},
-                                              {"round", next}, {"node", id}, {"incarnation", incarnation}}
-                             : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
-    writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), meta);
+  // A finished periodic evaluation (evaluation.h) becomes the node's accuracy.
+  void takeEvaluation() {
+    if (!evaluation) return;
+    if (const auto r = evaluation->take()) {
+      accuracy = r->accuracy;
+      accuracySamples = r->samples;
+    }
   }
 
   // Every frame refused anywhere in this node, by reason: the engine's (header, protocol and payload
@@ -932,7 +911,7 @@ struct NodeRuntime::Impl {
                      {"suspicions", suspicions},
                      {"refutations", refutations},
                      {"deaths", deaths},
-                     {"last_checkpoint", lastCheckpoint},
+                     {"last_checkpoint", checkpointWriter->written().round},
                      {"trainer", bridge ? nlohmann::json(bridge->stateName(now)) : nlohmann::json(nullptr)},
                      {"trainer_rounds", bridge ? bridge->stats().rounds_served : 0},
                      {"trainer_copy_seconds", bridge ? static_cast<double>(bridge->stats().copy_ns) * 1e-9 : 0.0},
@@ -1003,8 +982,9 @@ struct NodeRuntime::Impl {
     }
     m.round_duration = &roundDurations;
     m.compute_seconds = static_cast<double>(st.compute_ns) * 1e-9;
-    if (lastCheckpointAt) m.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *lastCheckpointAt)) / 1000.0;
-    m.last_checkpoint_round = lastCheckpoint;
+    const auto written = checkpointWriter->written();
+    if (written.atMs) m.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *written.atMs)) / 1000.0;
+    m.last_checkpoint_round = written.round;
     m.uptime_seconds = static_cast<double>(now) / 1000.0;
     return m;
   }
@@ -1046,6 +1026,7 @@ struct NodeRuntime::Impl {
   void rejoinAsNewIncarnation(std::uint64_t now) {
     nodeLog->warn("declared dead by the cluster; rejoining as incarnation {}", incarnation + 1);
     noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
+    checkpointWriter->drain();  // the old life's checkpoints are on disk before the new life begins
     membership->stop();  // its SendFn reads `incarnation`; makeMembership starts it again with the new life
     Bytes saved;
     ByteWriter w(saved);
@@ -1098,6 +1079,8 @@ struct NodeRuntime::Impl {
           accuracySamples = 0;  // the trainer's own test set, of a size it does not report
         }
       }
+      takeEvaluation();
+      checkpointWriter->rethrowFailure();  // a write on the background failed: the run ends with its error
       onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
       if (membership->declaredDead() && phase != Phase::Finishing) rejoinAsNewIncarnation(now);
       // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals
@@ -1119,6 +1102,9 @@ struct NodeRuntime::Impl {
             phase = Phase::Finishing;
             state = gStop ? "stopped" : "done";
             if (state == "done" && fullTest) {
+              // After any periodic evaluation still running: the last word is the whole test set's.
+              background->drain();
+              if (evaluation) (void)evaluation->take();
               accuracy = problem->model->accuracy(engine->node().algorithm().x(), *fullTest);
               accuracySamples = fullTest->samples();
             }
@@ -1165,6 +1151,7 @@ struct NodeRuntime::Impl {
       pumpIncoming(msSince(t0));
       zmq->waitReadable(std::chrono::milliseconds(10));
     }
+    checkpointWriter->drain();  // the last checkpoint and model files are on disk before we say so
     writeStatus(msSince(t0), true);
     const auto& st = engine->stats();
     nodeLog->info("{} at round {}, loss {:.4f}{}, sent {:.2f} MB", state, engine->nextRound(), lastLoss,
