@@ -1,20 +1,14 @@
 // Threads and shared state (docs/daemon.md, "Threads"). The node thread runs run(): the engine's rounds,
-// checkpoints, evaluations, status files, the trainer bridge. The membership thread (MembershipRunner,
-// daemon/node/membership_runner.h) owns the peer::Membership and calls back into this file:
-//   sendMembership (the Membership's SendFn), countReceived (every membership frame) and followMembers
-//   (after membership events). The fields those touch, and their guards:
-//     peerDirectory.endpoints,         peerDirectory.mutex; held while the transport's addPeer/removePeer
-//       peerDirectory.seedIds          run, so that the map and the transport's links agree
-//     traffic.byPeer, .unknown,        traffic.mutex (the node thread's reads copy them under it);
-//       .lastHeardMs                   traffic.modelFrames/modelPayloadBytes are the node thread's only
-//     membershipBytes                  atomic
-//     id, advertised, zmq, c, t0       set before the membership thread starts, never written after
-//     incarnation                      written only in rejoinAsNewIncarnation, with the thread stopped
-//   The Membership itself, its events and the membership frames it refused (rejected_by_reason) live in
-//   the runner under its own mutex; the node thread reads them through it as copies. Lock order: the
-//   runner's mutex, then peerDirectory.mutex or traffic.mutex (never both), then the transport's own.
-//   membershipRejected (status frames refused here), suspicions, refutations and deaths are the node
-//   thread's only.
+// status files, the trainer bridge. Checkpoint writes and periodic evaluations go to the background
+// worker (background.h; checkpoint_store.h and evaluation.h say what they share with it). The membership
+// thread (MembershipRunner, daemon/node/membership_runner.h) owns the peer::Membership and calls into
+// PeerLinks (peer_links.h, which lists the fields both threads touch and their guards). Fields here that
+// the membership thread reads: id, advertised, zmq, c, t0 (set before it starts, never written after).
+// incarnation is written only in rejoinAsNewIncarnation, with the membership thread stopped. The
+// Membership itself, its events and the membership frames it refused live in the runner under its own
+// mutex; the node thread reads them through it as copies. Lock order: the runner's mutex, then
+// PeerLinks' (one at a time), then the transport's own. membershipRejected (status frames refused here),
+// suspicions, refutations and deaths are the node thread's only.
 #include "daemon/node/node_runtime.h"
 
 #include <algorithm>
@@ -55,6 +49,7 @@
 #include "daemon/node/membership_runner.h"
 #include "daemon/node/model_meta.h"
 #include "daemon/node/model_out.h"
+#include "daemon/node/peer_links.h"
 #include "daemon/node/sim_setup.h"
 #include "daemon/bridge/trainer_bridge.h"
 #include "daemon/bridge/trainer_node.h"
@@ -78,9 +73,6 @@ std::atomic<bool> gStop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is written from a signal handler");
 extern "C" void onStopSignal(int) { gStop.store(true, std::memory_order_relaxed); }
 
-// Pseudo ids for seed endpoints whose node id is not known yet (transport destinations only).
-constexpr PeerId kSeedIdBase = 0x80000000u;
-
 std::uint64_t msSince(Clock::time_point t0) {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
 }
@@ -88,65 +80,6 @@ std::uint64_t msSince(Clock::time_point t0) {
 void writeTextAtomic(const fs::path& path, const std::string& text, bool durable = true) {
   writeFileAtomic(path, std::as_bytes(std::span(text)), durable);
 }
-
-// Bytes on the wire by peer, for /metrics (the transport counts node totals only). Peers are the ids the
-// runtime set up as destinations (members), so a sender naming made-up ids cannot grow the maps; frames
-// to a seed whose id is not known yet, or from a sender that is not (yet) a member, count as "unknown".
-struct Traffic {
-  mutable std::mutex mutex;  // guards byPeer, unknown and lastHeardMs (written by both threads)
-  struct Link {
-    std::uint64_t sent = 0, received = 0;
-  };
-  std::map<PeerId, Link> byPeer;
-  Link unknown;
-  std::map<PeerId, std::uint64_t> lastHeardMs;  // members only
-  std::uint64_t modelFrames = 0, modelPayloadBytes = 0;  // model frames sent (for the compression ratio)
-};
-
-// The transport destinations the runtime set up: members by id, seeds by endpoint (pseudo ids).
-struct PeerDirectory {
-  std::mutex mutex;  // guards both maps
-  std::map<PeerId, std::string> endpoints;
-  std::map<std::string, PeerId> seedIds;
-  bool has(PeerId p) {
-    std::lock_guard lock(mutex);
-    return endpoints.count(p) > 0;
-  }
-};
-
-bool isKind(const Bytes& header, engine::FrameKind k) {
-  return engine::peekIsKind(header, k);
-}
-
-// The engine reads from this queue; membership frames never reach it.
-class EngineTransport final : public engine::Transport {
- public:
-  EngineTransport(peer::ZmqTransport& z, Traffic& traffic) : z_(z), traffic_(traffic) {}
-  void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
-    const std::uint64_t payloadBytes = payload ? payload->size() : 0;
-    {
-      std::lock_guard lock(traffic_.mutex);
-      traffic_.byPeer[to].sent += header.size() + payloadBytes;
-    }
-    if (isKind(header, engine::FrameKind::Model)) {
-      ++traffic_.modelFrames;
-      traffic_.modelPayloadBytes += payloadBytes;
-    }
-    z_.send(to, std::move(header), std::move(payload));
-  }
-  bool receive(engine::RawFrame& out) override {
-    if (q_.empty()) return false;
-    out = std::move(q_.front());
-    q_.pop_front();
-    return true;
-  }
-  void push(engine::RawFrame f) { q_.push_back(std::move(f)); }
-
- private:
-  peer::ZmqTransport& z_;
-  Traffic& traffic_;
-  std::deque<engine::RawFrame> q_;
-};
 
 }  // namespace
 
@@ -183,12 +116,11 @@ struct NodeRuntime::Impl {
   std::unique_ptr<PeriodicEvaluation> evaluation;      // with monitor.eval_every and a test set
   std::unique_ptr<peer::ZmqTransport> zmq;
   std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)
-  std::unique_ptr<EngineTransport> etransport;
+  std::unique_ptr<PeerLinks> links;  // transport destinations, traffic by peer, the engine's frames
   std::unique_ptr<engine::NodeEngine> engine;
   std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
   std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
   Clock::time_point t0 = Clock::now();
-  PeerDirectory peerDirectory;  // transport destinations we set up
   bool resumed = false;                     // loaded a checkpoint (or rejoined: see rejoinAsNewIncarnation)
   bool rejoined = false;                    // declared dead while running on, now a new incarnation
   Round resumeRound = 0;
@@ -200,7 +132,6 @@ struct NodeRuntime::Impl {
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
   double lastGamma = std::nan("");  // CHOCO's consensus step after the last round (algorithms/choco.h)
   DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/monitor/drift_watch.h)
-  std::atomic<std::uint64_t> membershipBytes{0};
   // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
   std::map<std::string, std::uint64_t> membershipRejected;
   std::uint64_t nextStatus = 0, nextProgress = 0;
@@ -208,7 +139,6 @@ struct NodeRuntime::Impl {
   std::vector<std::string> extraSeeds;  // members known before a rejoin
   std::uint64_t stateAskedAt = 0;
   // Monitoring (docs/monitoring.md): /metrics and /status are rebuilt with status.json.
-  Traffic traffic;
   Histogram roundDurations{std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets))};
   Clock::time_point roundBeganAt{};
   std::unique_ptr<HttpServer> http;
@@ -271,7 +201,7 @@ struct NodeRuntime::Impl {
     } else {
       setupData();
     }
-    etransport = std::make_unique<EngineTransport>(*zmq, traffic);
+    links = std::make_unique<PeerLinks>(id, incarnation, *zmq, memberLog);
     makeEngine();
     loadNewestCheckpoint();
     checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return msSince(t0); }, nodeLog);
@@ -405,7 +335,7 @@ struct NodeRuntime::Impl {
     auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0.size() ? trainerX0 : training::Vec::Zero(trainerDim),
                                          *trainerCompressor, extGrad)
                        : sim::makeNode(problem->setup, id, incarnation);
-    engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), *etransport);
+    engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), links->engineTransport());
     engine::LinkOptions lo;
     lo.topology = topologyParams(c.cluster);
     lo.hello_timeout_ms = c.cluster.link_timeout_ms;
@@ -451,85 +381,17 @@ struct NodeRuntime::Impl {
     for (const auto& s : extraSeeds)
       if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
     auto m = std::make_unique<peer::Membership>(
-        self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { sendMembership(to, ep, std::move(payload)); },
+        self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { links->sendMembership(to, ep, std::move(payload)); },
         deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));
     if (membership) return membership->restart(std::move(m));  // a rejoin: same runner, new life
     MembershipRunner::Hooks hooks;
-    hooks.frame = [this](const engine::RawFrame& f) { countReceived(f, msSince(t0)); };
-    hooks.changed = [this](const auto& events, const auto& table) { followMembers(events, table); };
+    hooks.frame = [this](const engine::RawFrame& f) { links->countReceived(f, msSince(t0)); };
+    hooks.changed = [this](const auto& events, const auto& table) { links->followMembers(events, table); };
     membership = std::make_unique<MembershipRunner>(std::move(m), *zmq, std::move(hooks), mo.probe_timeout / 2);
   }
 
-  // Membership thread: connections follow the members. Fresh connections for a member that died, left or
-  // came back as a new incarnation: a TCP connection that carried frames into a cut link keeps them in its
-  // retransmission backoff for tens of seconds after the link is back (netns_cut: every stateless round then
-  // waited a deadline for the frames stuck on it). A member we still talk to gets a new link at once.
-  void followMembers(const std::vector<peer::MembershipEvent>& events, const std::vector<peer::MemberInfo>& table) {
-    using K = peer::MembershipEvent::Kind;
-    for (const auto& e : events)
-      if (e.kind == K::Died || e.kind == K::Left || (e.kind == K::Joined && e.incarnation > 0)) forgetPeer(e.id);
-    for (const auto& m : table) {
-      if (m.id == id) continue;
-      if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
-    }
-  }
-
-  void sendMembership(PeerId to, const std::string& endpoint, Bytes payload) {
-    PeerId dest = to;
-    if (to == peer::Membership::kUnknownPeer) {
-      std::lock_guard lock(peerDirectory.mutex);
-      auto it = peerDirectory.seedIds.find(endpoint);
-      if (it == peerDirectory.seedIds.end()) {
-        it = peerDirectory.seedIds.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(peerDirectory.seedIds.size())).first;
-        zmq->addPeer(it->second, endpoint);
-      }
-      dest = it->second;
-    } else {
-      ensurePeer(to, endpoint);
-    }
-    engine::FrameHeader h;
-    h.kind = engine::FrameKind::Membership;
-    h.sender = id;
-    h.incarnation = incarnation;
-    engine::sealPayload(h, payload);
-    Bytes header;
-    engine::encodeFrameHeader(h, header);
-    membershipBytes += header.size() + payload.size();
-    {
-      std::lock_guard lock(traffic.mutex);
-      (to == peer::Membership::kUnknownPeer ? traffic.unknown : traffic.byPeer[to]).sent += header.size() + payload.size();
-    }
-    zmq->send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
-  }
-
-  void forgetPeer(PeerId peer) {
-    std::lock_guard lock(peerDirectory.mutex);
-    if (peerDirectory.endpoints.erase(peer)) zmq->removePeer(peer);
-  }
-
-  void ensurePeer(PeerId peer, const std::string& endpoint) {
-    if (endpoint.empty() || peer == id) return;
-    std::lock_guard lock(peerDirectory.mutex);
-    auto it = peerDirectory.endpoints.find(peer);
-    if (it != peerDirectory.endpoints.end() && it->second == endpoint) return;
-    try {
-      zmq->addPeer(peer, endpoint);
-      peerDirectory.endpoints[peer] = endpoint;
-    } catch (const IoError& e) {
-      memberLog->warn("cannot connect to member {} at '{}': {}", peer, endpoint, e.what());
-    }
-  }
-
   void pumpIncoming(std::uint64_t now) {
-    engine::RawFrame f;
-    while (zmq->receive(f)) {
-      countReceived(f, now);
-      if (isKind(f.header, engine::FrameKind::Status)) {
-        receiveStatus(f, now);
-        continue;
-      }
-      etransport->push(std::move(f));  // membership frames go to the membership thread's inbox
-    }
+    links->pump(now, [this](const engine::RawFrame& f, std::uint64_t t) { receiveStatus(f, t); });
   }
 
   // A member's table of node summaries (monitoring only). Refusals are counted with the membership's.
@@ -538,7 +400,7 @@ struct NodeRuntime::Impl {
       const auto h = engine::decodeFrameHeader(f.header);
       if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
       engine::checkPayload(h, *f.payload);
-      if (!peerDirectory.has(h.sender)) return void(++membershipRejected["status_not_member"]);
+      if (!links->isMember(h.sender)) return void(++membershipRejected["status_not_member"]);
       auto entries = ClusterStatus::decode(*f.payload);
       // Only summaries of members this node knows are kept: hearsay about made-up ids could otherwise fill
       // the table (it holds at most ClusterStatus::kMaxEntries) and crowd out real members.
@@ -561,7 +423,7 @@ struct NodeRuntime::Impl {
     nextStatusGossip = now + kStatusGossipMs;
     std::vector<PeerId> peers;
     for (const auto& m : membership->alive())
-      if (m.id != id && peerDirectory.has(m.id)) peers.push_back(m.id);
+      if (m.id != id && links->isMember(m.id)) peers.push_back(m.id);
     if (peers.empty()) return;
     std::shuffle(peers.begin(), peers.end(), gossipRng);
     peers.resize(std::min(peers.size(), kStatusGossipFanout));
@@ -575,11 +437,7 @@ struct NodeRuntime::Impl {
     engine::encodeFrameHeader(h, header);
     for (PeerId p : peers) {
       statusBytes += header.size() + payload->size();
-      {
-        std::lock_guard lock(traffic.mutex);
-        traffic.byPeer[p].sent += header.size() + payload->size();
-      }
-      zmq->send(p, Bytes(header), payload);
+      links->send(p, Bytes(header), payload);
     }
   }
 
@@ -611,12 +469,12 @@ struct NodeRuntime::Impl {
     s.loss = summaryFloat(lastLoss);
     s.disagreement = summaryFloat(lastDisagreement);
     s.accuracy = static_cast<float>(accuracy);
-    if (traffic.modelPayloadBytes)
-      s.compression_ratio = static_cast<float>(static_cast<double>(traffic.modelFrames) * static_cast<double>(engine->node().algorithm().x().size()) *
-                                               4.0 / static_cast<double>(traffic.modelPayloadBytes));
+    if (const auto tr = links->traffic(); tr.modelPayloadBytes)
+      s.compression_ratio = static_cast<float>(static_cast<double>(tr.modelFrames) * static_cast<double>(engine->node().algorithm().x().size()) *
+                                               4.0 / static_cast<double>(tr.modelPayloadBytes));
     s.rounds_per_second = static_cast<float>(roundsPerSecond);
     s.neighbors = static_cast<std::uint32_t>(engine->links().size());
-    s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes;
+    s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes() + statusBytes;
     s.states_sent = st.states_sent;
     s.states_received = st.states_received;
     clusterStatus.updateSelf(s, now);
@@ -638,24 +496,6 @@ struct NodeRuntime::Impl {
     in.status = &clusterStatus;
     in.events = &eventLog;
     http->publish("/cluster", "application/json", renderClusterJson(in));
-  }
-
-  // Bytes by sender and when each member was last heard from: the sender a header names once its checksum
-  // holds, and only for members (the engine or the membership still judge the frame itself).
-  void countReceived(const engine::RawFrame& f, std::uint64_t now) {
-    const std::uint64_t bytes = f.header.size() + (f.payload ? f.payload->size() : 0);
-    try {
-      const PeerId from = engine::decodeFrameHeader(f.header).sender;
-      if (peerDirectory.has(from)) {
-        std::lock_guard lock(traffic.mutex);
-        traffic.byPeer[from].received += bytes;
-        traffic.lastHeardMs[from] = now;
-        return;
-      }
-    } catch (const DecodeError&) {
-    }
-    std::lock_guard lock(traffic.mutex);
-    traffic.unknown.received += bytes;
   }
 
   // Applies membership changes to the engine (the transport's were applied by followMembers, on the
@@ -895,9 +735,9 @@ struct NodeRuntime::Impl {
                      {"accuracy_samples", accuracy >= 0 && accuracySamples ? nlohmann::json(accuracySamples) : nlohmann::json(nullptr)},
                      {"alive", membership->alive().size()},
                      {"neighbors", engine->links().size()},
-                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes},
+                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes() + statusBytes},
                      {"model_bytes_sent", st.model_bytes_sent},
-                     {"membership_bytes_sent", membershipBytes.load()},
+                     {"membership_bytes_sent", links->membershipBytes()},
                      {"membership_messages_sent", membership->stats().messages_sent},
                      {"status_bytes_sent", statusBytes},
                      {"retransmitted", st.retransmitted},
@@ -943,15 +783,14 @@ struct NodeRuntime::Impl {
                                        static_cast<double>(bridge->stats().copy_ns) * 1e-9};
     m.alive_members = membership->alive().size();
     m.neighbors = engine->links().size();
-    std::unique_lock trafficLock(traffic.mutex);
+    const auto traffic = links->traffic();
     for (const auto& [peer, l] : traffic.byPeer)
       if (peer < kSeedIdBase) m.links.push_back({std::to_string(peer), l.sent, l.received});
-    Traffic::Link unknown = traffic.unknown;  // seed pseudo ids: not a node id
+    PeerLinks::Link unknown = traffic.unknown;  // seed pseudo ids: not a node id
     for (const auto& [peer, l] : traffic.byPeer)
       if (peer >= kSeedIdBase) unknown.sent += l.sent, unknown.received += l.received;
     if (unknown.sent || unknown.received) m.links.push_back({"unknown", unknown.sent, unknown.received});
-    const auto lastHeardMs = traffic.lastHeardMs;
-    trafficLock.unlock();
+    const auto& lastHeardMs = traffic.lastHeardMs;
     const auto dim = static_cast<double>(engine->node().algorithm().x().size());
     if (traffic.modelPayloadBytes)
       m.compression_ratio = static_cast<double>(traffic.modelFrames) * dim * 4.0 / static_cast<double>(traffic.modelPayloadBytes);
@@ -1018,7 +857,7 @@ struct NodeRuntime::Impl {
     nodeLog->info("round {}/{}  loss {:.4f}{}  alive {}  neighbors {}  sent {:.2f} MB  [{}{}]", engine->nextRound(),
                   c.algorithm.rounds, lastLoss, accuracy >= 0 ? fmt::format("  acc {:.1f}%", 100 * accuracy) : "",
                   membership->alive().size(), engine->links().size(),
-                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state,
+                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes()) / 1e6, state,
                   bridge ? ", trainer " + bridge->stateName(now) : "");
   }
 
@@ -1036,16 +875,17 @@ struct NodeRuntime::Impl {
     if (bridge) bridge->finishRound(engine->node().algorithm().x(), next, false);
     writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
     incarnation += 1;
+    links->setIncarnation(incarnation);
     // Rejoin through everyone we knew, not only the configured seeds (the first node has none): alive
     // members, and those we declared dead ourselves while our network was cut (they may be back).
     for (const auto& m : membership->members())
       if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
     // New connections to everyone (see onMembership): ours may be stuck behind a link that was cut.
-    for (const auto& [peer, endpoint] : std::map(peerDirectory.endpoints)) forgetPeer(peer);  // no other thread runs
+    links->forgetAll();
     driver.reset();  // it refers to the engine
     engine.reset();
     rejectedLogged.clear();  // the new engine counts from zero
-    etransport = std::make_unique<EngineTransport>(*zmq, traffic);
+    links->resetEngineTransport();
     makeEngine();
     ByteReader r(saved, "node state");
     engine->node().load(r);
@@ -1158,7 +998,7 @@ struct NodeRuntime::Impl {
                   accuracy >= 0 ? ", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
                                       (accuracySamples ? " (" + std::to_string(accuracySamples) + " test samples)" : "")
                                 : "",
-                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6);
+                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes()) / 1e6);
     return 0;
   }
 };
