@@ -50,9 +50,9 @@
 #include "daemon/node/model_meta.h"
 #include "daemon/node/model_out.h"
 #include "daemon/node/peer_links.h"
+#include "daemon/node/trainer_input.h"
 #include "daemon/node/sim_setup.h"
 #include "daemon/bridge/trainer_bridge.h"
-#include "daemon/bridge/trainer_node.h"
 #include "engine/frame.h"
 #include "engine/node_engine.h"
 #include "engine/round_driver.h"
@@ -144,14 +144,8 @@ struct NodeRuntime::Impl {
   std::unique_ptr<HttpServer> http;
 
   // ---- trainer.enable (docs/trainer.md): a trainer process drives the rounds ----
-  std::unique_ptr<TrainerBridge> bridge;
-  std::unique_ptr<compress::Compressor> trainerCompressor;  // the method's codec (no SimProblem here)
-  training::Vec trainerX0;                      // the first trainer's parameters, or a checkpoint's placeholder
-  Eigen::Index trainerDim = 0;                  // its size, once the first engine holds the model
-  bool trainerPlaceholder = false;              // trainerX0 only has the right size; a checkpoint holds the model
-  training::ExternalGradient* extGrad = nullptr;  // owned by the node; the bridge's gradients go here
-  bool waitingForTrainer = false;               // round t could begin but the attached trainer has not asked
-  double trainerLoss = std::numeric_limits<double>::quiet_NaN();
+  std::unique_ptr<TrainerInput> trainer;
+  TrainerBridge* bridge = nullptr;  // trainer->bridge(), or none
 
   // ---- /cluster (daemon/monitor/cluster_view.h): status gossip, events, the view graph's summary ----
   static constexpr std::uint64_t kStatusGossipMs = 1000;  // push the summary table this often...
@@ -197,7 +191,10 @@ struct NodeRuntime::Impl {
     }
     readIncarnation();
     if (c.trainer.enable) {
-      if (!setupTrainer()) return;  // stopped before any trainer gave the first model: run() exits at once
+      trainer = std::make_unique<TrainerInput>(c, id, incarnation, dir, *loggers, [this] { return msSince(t0); }, gStop);
+      bridge = &trainer->bridge();
+      // Stopped before any trainer gave the first model: run() exits at once.
+      if (!trainer->start(!checkpoints.empty())) return;
     } else {
       setupData();
     }
@@ -205,19 +202,16 @@ struct NodeRuntime::Impl {
     makeEngine();
     loadNewestCheckpoint();
     checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return msSince(t0); }, nodeLog);
-    if (bridge) {
-      if (trainerPlaceholder && !resumed) {  // no checkpoint could be read after all: take a trainer's model
-        if (!waitForTrainerModel()) {
+    if (trainer) {
+      if (trainer->placeholder() && !resumed) {  // no checkpoint could be read after all: take a trainer's model
+        if (!trainer->waitForModel()) {
           driver.reset();  // it refers to the engine
           engine.reset();
           return;
         }
         makeEngine();
       }
-      bridge->ready(engine->node().algorithm().x(), resumed ? resumeRound : 0);
-      // Later engines (a rejoin) load their state into a node of this size: the values are not kept.
-      trainerDim = trainerX0.size();
-      trainerX0 = training::Vec();
+      trainer->ready(engine->node().algorithm().x(), resumed ? resumeRound : 0);
     }
     makeMembership();
     if (http) {
@@ -267,58 +261,6 @@ struct NodeRuntime::Impl {
     if (c.monitor.eval_every && periodicSet()) evaluation = std::make_unique<PeriodicEvaluation>(*problem->model, *periodicSet(), *background);
   }
 
-  // Trainer mode: the bridge and the node's codec; the first model comes from the first trainer that
-  // attaches (its size is kept in data_dir/trainer_dim), a restart's from its checkpoint. False when a stop
-  // signal came before any trainer did.
-  bool setupTrainer() {
-    TrainerBridgeOptions o;
-    o.data_dir = dir;
-    o.gradient_mode = c.trainer.mode == "gradient";
-    o.node = id;
-    o.nodes = c.cluster.nodes;
-    o.algorithm = c.algorithm.name;
-    o.rounds = c.algorithm.rounds;
-    o.idle_timeout_ms = c.trainer.idle_timeout_ms;
-    o.copy_threads = c.trainer.copy_threads;
-    o.log = loggers->get("bridge");
-    bridge = std::make_unique<TrainerBridge>(o);
-    trainerCompressor = compress::makeCompressor(c.compressor);
-    // The method's own checks (e.g. LEAD refusing a biased compressor) on a throwaway node, so that a bad
-    // config fails now and not after a trainer attached.
-    {
-      training::ExternalGradient* unused = nullptr;
-      (void)makeTrainerNode(c, id, incarnation, training::Vec::Zero(1), *trainerCompressor, unused);
-    }
-    unsigned long long dim = 0;
-    if (std::ifstream in(dir / "trainer_dim"); in) in >> dim;
-    if (dim > 0 && !checkpoints.empty()) {
-      trainerX0 = training::Vec::Zero(static_cast<Eigen::Index>(dim));
-      trainerPlaceholder = true;
-      return true;
-    }
-    return waitForTrainerModel();
-  }
-
-  bool waitForTrainerModel() {
-    nodeLog->info("waiting for a trainer to attach at {} (docs/trainer.md)", bridge->endpoint());
-    for (std::uint64_t note = msSince(t0) + 30000;;) {
-      if (gStop) return false;
-      const std::uint64_t now = msSince(t0);
-      bridge->poll(now, nullptr, 0);
-      if (auto x = bridge->takeInitial()) {
-        trainerX0 = std::move(*x);
-        trainerPlaceholder = false;
-        writeTextAtomic(dir / "trainer_dim", std::to_string(trainerX0.size()) + "\n");
-        return true;
-      }
-      if (now >= note) {
-        nodeLog->info("still waiting for a trainer at {}", bridge->endpoint());
-        note = now + 30000;
-      }
-      bridge->waitReadable(100);
-    }
-  }
-
   void readIncarnation() {
     const fs::path f = dir / "incarnation";
     if (fs::exists(f)) {
@@ -332,9 +274,7 @@ struct NodeRuntime::Impl {
 
   void makeEngine() {
     driver.reset();  // it refers to the engine being replaced
-    auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0.size() ? trainerX0 : training::Vec::Zero(trainerDim),
-                                         *trainerCompressor, extGrad)
-                       : sim::makeNode(problem->setup, id, incarnation);
+    auto node = trainer ? trainer->makeNode(incarnation) : sim::makeNode(problem->setup, id, incarnation);
     engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), links->engineTransport());
     engine::LinkOptions lo;
     lo.topology = topologyParams(c.cluster);
@@ -351,7 +291,7 @@ struct NodeRuntime::Impl {
         engine::RoundDriverOptions{.rounds = c.algorithm.rounds,
                                    .barrier = engine::StartBarrier::EveryRound,
                                    .roundTimeoutMs = c.algorithm.round_timeout_ms},
-        [this](Round t, std::uint64_t now) { return !bridge || trainerInput(t, now); });
+        [this](Round t, std::uint64_t now) { return !trainer || trainer->input(*engine, t, now); });
   }
 
   void loadNewestCheckpoint() {
@@ -622,45 +562,6 @@ struct NodeRuntime::Impl {
     nodeLog->debug("round {} mixed: loss {:.4f}, disagreement {:.4g}", t + 1, lastLoss, lastDisagreement);
     afterRound(t + 1);
     progressed = true;
-    return true;
-  }
-
-  // Whether round t may begin as far as the trainer goes; if so its input is in the node. Model mode: the
-  // trainer's parameters become x and the gradient is zero. Gradient mode: its gradient (at the x the bridge
-  // last gave it) is the round's gradient; a method with a start step first moves x and asks again. No
-  // trainer attached: the node follows, never leads (docs/trainer.md): it begins t with a zero gradient only
-  // once a neighbour has, so a cluster whose trainers are all gone pauses instead of running its rounds out.
-  bool trainerInput(Round t, std::uint64_t now) {
-    auto& node = engine->node();
-    waitingForTrainer = false;
-    if (bridge->hasRequest() && !bridge->trainerCurrent()) {
-      // Computed from a model the node no longer has: hand over the current one, no round.
-      bridge->resync(node.algorithm().x(), t);
-      return false;
-    }
-    if (bridge->hasRequest()) {
-      const double loss = bridge->readRequest(node.algorithm().x(), extGrad->buffer());
-      if (!std::isnan(loss)) trainerLoss = loss;
-      if (c.trainer.mode != "gradient") {
-        extGrad->supplyZero(trainerLoss);
-        return true;
-      }
-      extGrad->supply(trainerLoss);
-      if (!node.needsStartStep(t)) return true;
-      node.startStep(t);
-      bridge->askGradientAt(node.algorithm().x(), t);
-      return false;
-    }
-    if (bridge->attached(now)) {
-      waitingForTrainer = true;
-      return false;
-    }
-    if (!engine->neighbourAt(t)) return false;
-    extGrad->supplyZero(trainerLoss);
-    if (node.needsStartStep(t)) {
-      node.startStep(t);
-      extGrad->supplyZero(trainerLoss);
-    }
     return true;
   }
 
@@ -971,7 +872,7 @@ struct NodeRuntime::Impl {
       progress(now);
       logRejections(now);
       if (!std::exchange(progressed, false)) {
-        if (waitingForTrainer)
+        if (trainer && trainer->waiting())
           bridge->waitReadable(2);  // the next step is the trainer's: wake on its request
         else
           zmq->waitReadable(std::chrono::milliseconds(2));
