@@ -49,6 +49,7 @@
 #include "daemon/node/membership_runner.h"
 #include "daemon/node/model_meta.h"
 #include "daemon/node/model_out.h"
+#include "daemon/node/node_status.h"
 #include "daemon/node/peer_links.h"
 #include "daemon/node/trainer_input.h"
 #include "daemon/node/sim_setup.h"
@@ -597,136 +598,99 @@ struct NodeRuntime::Impl {
     }
   }
 
-  // Every frame refused anywhere in this node, by reason: the engine's (header, protocol and payload
-  // checks), membership frames refused here, and messages the transport dropped for a wrong number of
-  // parts ("malformed_message"). Returns the map and its total.
-  std::pair<std::map<std::string, std::uint64_t>, std::uint64_t> rejectedByReason() const {
-    auto all = engine->stats().rejected;
-    for (const auto& [reason, n] : membershipRejected) all[reason] += n;
-    for (const auto& [reason, n] : membership->rejected()) all[reason] += n;
-    const auto z = zmq->stats();
-    if (z.malformed_dropped) all["malformed_message"] += z.malformed_dropped;
-    if (z.unlisted_key) all["unlisted_key"] += z.unlisted_key;  // connections, not frames
-    if (z.wrong_key_for_sender) all["wrong_key_for_sender"] += z.wrong_key_for_sender;
-    if (z.inbox_dropped) all["inbox_full"] += z.inbox_dropped;
-    if (z.membership_inbox_dropped) all["membership_inbox_full"] += z.membership_inbox_dropped;
-    std::uint64_t total = 0;
-    for (const auto& [reason, n] : all) total += n;
-    return {std::move(all), total};
-  }
-
+  // This tick's snapshot (node_status.h): status.json, /status and /metrics render the same numbers.
   void writeStatus(std::uint64_t now, bool force) {
     if (!force && now < nextStatus) return;
     nextStatus = now + c.monitor.status_every_ms;
     refreshCluster(now);
-    const auto& st = engine->stats();
-    const auto rejected = rejectedByReason();
-    nlohmann::json j{{"id", id},
-                     {"incarnation", incarnation},
-                     {"state", state},
-                     {"endpoint", advertised},
-                     {"listen", zmq->endpoint()},
-                     {"round", engine->nextRound()},
-                     {"rounds", c.algorithm.rounds},
-                     {"loss", lastLoss},
-                     {"disagreement", std::isfinite(lastDisagreement) ? nlohmann::json(lastDisagreement) : nlohmann::json(nullptr)},
-                     {"gamma", std::isfinite(lastGamma) ? nlohmann::json(lastGamma) : nlohmann::json(nullptr)},
-                     {"drift_warning", drift.warning().empty() ? nlohmann::json(nullptr) : nlohmann::json(drift.warning())},
-                     {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
-                     {"accuracy_samples", accuracy >= 0 && accuracySamples ? nlohmann::json(accuracySamples) : nlohmann::json(nullptr)},
-                     {"alive", membership->alive().size()},
-                     {"neighbors", engine->links().size()},
-                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes() + statusBytes},
-                     {"model_bytes_sent", st.model_bytes_sent},
-                     {"membership_bytes_sent", links->membershipBytes()},
-                     {"membership_messages_sent", membership->stats().messages_sent},
-                     {"status_bytes_sent", statusBytes},
-                     {"retransmitted", st.retransmitted},
-                     {"messages_missing", st.messages_missing},
-                     {"states_sent", st.states_sent},
-                     {"states_received", st.states_received},
-                     {"compute_seconds", static_cast<double>(st.compute_ns) * 1e-9},
-                     {"rejected", rejected.second},
-                     {"rejected_by_reason", rejected.first},
-                     {"disconnects", zmq->stats().disconnects},
-                     {"suspicions", suspicions},
-                     {"refutations", refutations},
-                     {"deaths", deaths},
-                     {"last_checkpoint", checkpointWriter->written().round},
-                     {"trainer", bridge ? nlohmann::json(bridge->stateName(now)) : nlohmann::json(nullptr)},
-                     {"trainer_rounds", bridge ? bridge->stats().rounds_served : 0},
-                     {"trainer_copy_seconds", bridge ? static_cast<double>(bridge->stats().copy_ns) * 1e-9 : 0.0},
-                     {"seconds", static_cast<double>(now) / 1000.0}};
-    std::string text = j.dump() + "\n";
+    const NodeStatus s = snapshot(now);
+    std::string text = renderStatusJson(s);
     writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
     if (http) {
       http->publish("/status", "application/json", std::move(text));
-      http->publish("/metrics", "text/plain; version=0.0.4; charset=utf-8", renderMetrics(metrics(now, rejected.first)));
+      http->publish("/metrics", "text/plain; version=0.0.4; charset=utf-8", renderMetrics(toMetrics(s)));
     }
   }
 
-  NodeMetrics metrics(std::uint64_t now, const std::map<std::string, std::uint64_t>& rejected) const {
+  NodeStatus snapshot(std::uint64_t now) const {
     const auto& st = engine->stats();
     const auto z = zmq->stats();
-    NodeMetrics m;
-    m.id = id;
-    m.incarnation = incarnation;
-    m.state = state;
-    m.endpoint = advertised;
-    m.round = engine->nextRound();
-    m.rounds_configured = c.algorithm.rounds;
-    m.train_loss = lastLoss;
-    if (accuracy >= 0) m.test_accuracy = accuracy;
-    if (std::isfinite(lastDisagreement)) m.disagreement = lastDisagreement;
-    m.drift_warning = !drift.warning().empty();
+    NodeStatus s;
+    s.id = id;
+    s.incarnation = incarnation;
+    s.state = static_cast<NodeState>(nodeStateFromName(state));
+    s.endpoint = advertised;
+    s.listen = zmq->endpoint();
+    s.round = engine->nextRound();
+    s.rounds = c.algorithm.rounds;
+    s.loss = lastLoss;
+    s.disagreement = lastDisagreement;
+    s.gamma = lastGamma;
+    s.drift_warning = drift.warning();
+    s.accuracy = accuracy;
+    s.accuracy_samples = accuracySamples;
+    s.alive = membership->alive().size();
+    s.neighbors = engine->links().size();
+    s.model_bytes_sent = st.model_bytes_sent;
+    s.membership_bytes_sent = links->membershipBytes();
+    s.status_bytes_sent = statusBytes;
+    s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + s.membership_bytes_sent + s.status_bytes_sent;
+    s.membership_messages_sent = membership->stats().messages_sent;
+    s.retransmitted = st.retransmitted;
+    s.messages_missing = st.messages_missing;
+    s.states_sent = st.states_sent;
+    s.states_received = st.states_received;
+    s.compute_seconds = static_cast<double>(st.compute_ns) * 1e-9;
+    // Every frame refused anywhere in this node, by reason: the engine's (header, protocol and payload
+    // checks), status frames refused here, the membership's, and what the transport dropped
+    // ("malformed_message": a wrong number of parts).
+    s.rejected_by_reason = st.rejected;
+    for (const auto& [reason, n] : membershipRejected) s.rejected_by_reason[reason] += n;
+    for (const auto& [reason, n] : membership->rejected()) s.rejected_by_reason[reason] += n;
+    if (z.malformed_dropped) s.rejected_by_reason["malformed_message"] += z.malformed_dropped;
+    if (z.unlisted_key) s.rejected_by_reason["unlisted_key"] += z.unlisted_key;  // connections, not frames
+    if (z.wrong_key_for_sender) s.rejected_by_reason["wrong_key_for_sender"] += z.wrong_key_for_sender;
+    if (z.inbox_dropped) s.rejected_by_reason["inbox_full"] += z.inbox_dropped;
+    if (z.membership_inbox_dropped) s.rejected_by_reason["membership_inbox_full"] += z.membership_inbox_dropped;
+    for (const auto& [reason, n] : s.rejected_by_reason) s.rejected += n;
+    s.disconnects = z.disconnects;
+    s.suspicions = suspicions;
+    s.refutations = refutations;
+    s.deaths = deaths;
+    const auto written = checkpointWriter->written();
+    s.last_checkpoint = written.round;
+    if (written.atMs) s.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *written.atMs)) / 1000.0;
     if (bridge)
-      m.trainer = NodeMetrics::Trainer{bridge->stateName(now), bridge->stats().rounds_served,
+      s.trainer = NodeMetrics::Trainer{bridge->stateName(now), bridge->stats().rounds_served,
                                        static_cast<double>(bridge->stats().copy_ns) * 1e-9};
-    m.alive_members = membership->alive().size();
-    m.neighbors = engine->links().size();
+    s.seconds = static_cast<double>(now) / 1000.0;
     const auto traffic = links->traffic();
     for (const auto& [peer, l] : traffic.byPeer)
-      if (peer < kSeedIdBase) m.links.push_back({std::to_string(peer), l.sent, l.received});
+      if (peer < kSeedIdBase) s.links.push_back({std::to_string(peer), l.sent, l.received});
     PeerLinks::Link unknown = traffic.unknown;  // seed pseudo ids: not a node id
     for (const auto& [peer, l] : traffic.byPeer)
       if (peer >= kSeedIdBase) unknown.sent += l.sent, unknown.received += l.received;
-    if (unknown.sent || unknown.received) m.links.push_back({"unknown", unknown.sent, unknown.received});
-    const auto& lastHeardMs = traffic.lastHeardMs;
+    if (unknown.sent || unknown.received) s.links.push_back({"unknown", unknown.sent, unknown.received});
     const auto dim = static_cast<double>(engine->node().algorithm().x().size());
     if (traffic.modelPayloadBytes)
-      m.compression_ratio = static_cast<double>(traffic.modelFrames) * dim * 4.0 / static_cast<double>(traffic.modelPayloadBytes);
-    m.model_bytes_sent = st.model_bytes_sent;
-    m.retransmitted = st.retransmitted;
-    m.messages_missing = st.messages_missing;
-    m.rejected_by_reason = rejected;
-    m.suspicions = suspicions;
-    m.refutations = refutations;
-    m.deaths = deaths;
-    m.disconnects = z.disconnects;
-    m.state_transfers_sent = st.states_sent;
-    m.state_transfers_received = st.states_received;
+      s.compression_ratio = static_cast<double>(traffic.modelFrames) * dim * 4.0 / static_cast<double>(traffic.modelPayloadBytes);
     for (const auto& mem : membership->members()) {
       if (mem.id == id) continue;
       MemberSample p;
       p.peer = std::to_string(mem.id);
       p.up = mem.state == peer::MemberState::Alive || mem.state == peer::MemberState::Suspect;
       p.suspect = mem.state == peer::MemberState::Suspect;
-      if (auto it = lastHeardMs.find(mem.id); it != lastHeardMs.end())
+      if (auto it = traffic.lastHeardMs.find(mem.id); it != traffic.lastHeardMs.end())
         p.last_heard_seconds = static_cast<double>(now - std::min(now, it->second)) / 1000.0;
-      m.members.push_back(std::move(p));
+      s.members.push_back(std::move(p));
     }
     if (graphSummary) {
-      m.self_weight = graphSummary->selfWeight;
-      for (const auto& [peer, weight] : graphSummary->row) m.mixing_weights.emplace_back(std::to_string(peer), weight);
-      m.spectral_gap = graphSummary->spectralGap;
+      s.self_weight = graphSummary->selfWeight;
+      for (const auto& [peer, weight] : graphSummary->row) s.mixing_weights.emplace_back(std::to_string(peer), weight);
+      s.spectral_gap = graphSummary->spectralGap;
     }
-    m.round_duration = &roundDurations;
-    m.compute_seconds = static_cast<double>(st.compute_ns) * 1e-9;
-    const auto written = checkpointWriter->written();
-    if (written.atMs) m.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *written.atMs)) / 1000.0;
-    m.last_checkpoint_round = written.round;
-    m.uptime_seconds = static_cast<double>(now) / 1000.0;
-    return m;
+    s.round_duration = &roundDurations;
+    return s;
   }
 
   // Rejected frames: counted always, logged at most once per peer per minute (a hostile or broken peer
