@@ -7,8 +7,7 @@
 // incarnation is written only in rejoinAsNewIncarnation, with the membership thread stopped. The
 // Membership itself, its events and the membership frames it refused live in the runner under its own
 // mutex; the node thread reads them through it as copies. Lock order: the runner's mutex, then
-// PeerLinks' (one at a time), then the transport's own. membershipRejected (status frames refused here),
-// suspicions, refutations and deaths are the node thread's only.
+// PeerLinks' (one at a time), then the transport's own. suspicions, refutations and deaths are the node thread's only.
 #include "daemon/node/node_runtime.h"
 
 #include <algorithm>
@@ -51,6 +50,7 @@
 #include "daemon/node/model_out.h"
 #include "daemon/node/node_status.h"
 #include "daemon/node/peer_links.h"
+#include "daemon/node/status_gossip.h"
 #include "daemon/node/trainer_input.h"
 #include "daemon/node/sim_setup.h"
 #include "daemon/bridge/trainer_bridge.h"
@@ -133,8 +133,6 @@ struct NodeRuntime::Impl {
   double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
   double lastGamma = std::nan("");  // CHOCO's consensus step after the last round (algorithms/choco.h)
   DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/monitor/drift_watch.h)
-  // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
-  std::map<std::string, std::uint64_t> membershipRejected;
   std::uint64_t nextStatus = 0, nextProgress = 0;
   std::uint64_t suspicions = 0, refutations = 0, deaths = 0;
   std::vector<std::string> extraSeeds;  // members known before a rejoin
@@ -149,18 +147,7 @@ struct NodeRuntime::Impl {
   TrainerBridge* bridge = nullptr;  // trainer->bridge(), or none
 
   // ---- /cluster (daemon/monitor/cluster_view.h): status gossip, events, the view graph's summary ----
-  static constexpr std::uint64_t kStatusGossipMs = 1000;  // push the summary table this often...
-  static constexpr std::size_t kStatusGossipFanout = 2;   // ...to this many random live members
-  ClusterStatus clusterStatus{id};
-  EventLog eventLog;
-  std::shared_ptr<const engine::ViewGraph> summarizedView;  // the graph graphSummary describes
-  std::optional<GraphSummary> graphSummary;
-  std::uint64_t nextStatusGossip = 0, statusBytes = 0;
-  std::uint64_t statesSentSeen = 0, statesReceivedSeen = 0;
-  Round rateRound = 0;
-  std::uint64_t rateAt = 0;
-  double roundsPerSecond = 0;
-  std::mt19937_64 gossipRng{deriveSeed({c.cluster.seed, id, 0x57A7ull})};
+  std::unique_ptr<StatusGossip> statusGossip;
 
   // The membership thread calls into fields declared after `membership`: it stops before they go.
   ~Impl() {
@@ -200,6 +187,8 @@ struct NodeRuntime::Impl {
       setupData();
     }
     links = std::make_unique<PeerLinks>(id, incarnation, *zmq, memberLog);
+    statusGossip = std::make_unique<StatusGossip>(c, id, *links, http.get());
+    statusGossip->setIncarnation(incarnation);
     makeEngine();
     loadNewestCheckpoint();
     checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return msSince(t0); }, nodeLog);
@@ -329,114 +318,11 @@ struct NodeRuntime::Impl {
     hooks.frame = [this](const engine::RawFrame& f) { links->countReceived(f, msSince(t0)); };
     hooks.changed = [this](const auto& events, const auto& table) { links->followMembers(events, table); };
     membership = std::make_unique<MembershipRunner>(std::move(m), *zmq, std::move(hooks), mo.probe_timeout / 2);
+    statusGossip->attach(*membership);
   }
 
   void pumpIncoming(std::uint64_t now) {
-    links->pump(now, [this](const engine::RawFrame& f, std::uint64_t t) { receiveStatus(f, t); });
-  }
-
-  // A member's table of node summaries (monitoring only). Refusals are counted with the membership's.
-  void receiveStatus(const engine::RawFrame& f, std::uint64_t now) {
-    try {
-      const auto h = engine::decodeFrameHeader(f.header);
-      if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
-      engine::checkPayload(h, *f.payload);
-      if (!links->isMember(h.sender)) return void(++membershipRejected["status_not_member"]);
-      auto entries = ClusterStatus::decode(*f.payload);
-      // Only summaries of members this node knows are kept: hearsay about made-up ids could otherwise fill
-      // the table (it holds at most ClusterStatus::kMaxEntries) and crowd out real members.
-      const auto known = membership->members();  // sorted by id
-      std::erase_if(entries, [&](const NodeSummary& e) {
-        const auto it = std::lower_bound(known.begin(), known.end(), e.id, [](const peer::MemberInfo& m, PeerId x) { return m.id < x; });
-        return it == known.end() || it->id != e.id;
-      });
-      clusterStatus.merge(entries, now);
-    } catch (const engine::FrameError& e) {
-      ++membershipRejected[e.reason];
-    } catch (const DecodeError&) {
-      ++membershipRejected["bad_status"];
-    }
-  }
-
-  // Push gossip of the summary table (cluster_status.h): a few random live members each period.
-  void gossipStatus(std::uint64_t now) {
-    if (now < nextStatusGossip) return;
-    nextStatusGossip = now + kStatusGossipMs;
-    std::vector<PeerId> peers;
-    for (const auto& m : membership->alive())
-      if (m.id != id && links->isMember(m.id)) peers.push_back(m.id);
-    if (peers.empty()) return;
-    std::shuffle(peers.begin(), peers.end(), gossipRng);
-    peers.resize(std::min(peers.size(), kStatusGossipFanout));
-    auto payload = std::make_shared<const Bytes>(clusterStatus.encode());
-    engine::FrameHeader h;
-    h.kind = engine::FrameKind::Status;
-    h.sender = id;
-    h.incarnation = incarnation;
-    engine::sealPayload(h, *payload);
-    Bytes header;
-    engine::encodeFrameHeader(h, header);
-    for (PeerId p : peers) {
-      statusBytes += header.size() + payload->size();
-      links->send(p, Bytes(header), payload);
-    }
-  }
-
-  static std::int64_t wallMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  }
-  void noteEvent(PeerId node, Incarnation inc, const char* kind, std::string text) {
-    eventLog.add({wallMs(), node, inc, kind, std::move(text)});
-  }
-
-  // This node's summary into the table, and /cluster rebuilt (with writeStatus).
-  void refreshCluster(std::uint64_t now) {
-    const auto& st = engine->stats();
-    const Round r = engine->nextRound();
-    if (rateAt && now > rateAt) roundsPerSecond = static_cast<double>(r >= rateRound ? r - rateRound : 0) * 1000.0 / static_cast<double>(now - rateAt);
-    rateRound = r;
-    rateAt = now;
-    if (st.states_sent > statesSentSeen)
-      noteEvent(id, incarnation, "state_sent", "node " + std::to_string(id) + " sent its model to a joining neighbour");
-    if (st.states_received > statesReceivedSeen)
-      noteEvent(id, incarnation, "state_received", "node " + std::to_string(id) + " took its model from a neighbour");
-    statesSentSeen = st.states_sent;
-    statesReceivedSeen = st.states_received;
-    NodeSummary s;
-    s.incarnation = incarnation;
-    s.state = nodeStateFromName(state);
-    s.round = r;
-    s.rounds = c.algorithm.rounds;
-    s.loss = summaryFloat(lastLoss);
-    s.disagreement = summaryFloat(lastDisagreement);
-    s.accuracy = static_cast<float>(accuracy);
-    if (const auto tr = links->traffic(); tr.modelPayloadBytes)
-      s.compression_ratio = static_cast<float>(static_cast<double>(tr.modelFrames) * static_cast<double>(engine->node().algorithm().x().size()) *
-                                               4.0 / static_cast<double>(tr.modelPayloadBytes));
-    s.rounds_per_second = static_cast<float>(roundsPerSecond);
-    s.neighbors = static_cast<std::uint32_t>(engine->links().size());
-    s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes() + statusBytes;
-    s.states_sent = st.states_sent;
-    s.states_received = st.states_received;
-    clusterStatus.updateSelf(s, now);
-    if (auto vg = engine->viewGraph(); vg && vg != summarizedView) {
-      graphSummary = summarizeGraph(*vg, id);  // once per view: the eigen-solve is O(n^3)
-      summarizedView = vg;
-    }
-    if (!http) return;
-    ClusterViewInput in;
-    in.self = id;
-    in.wallMs = wallMs();
-    in.nowMs = now;
-    in.algorithm = c.algorithm.name;
-    in.compressor = c.compressor.name;
-    in.topology = c.cluster.topology;
-    in.rounds = c.algorithm.rounds;
-    in.members = membership->members();
-    in.graph = graphSummary ? &*graphSummary : nullptr;
-    in.status = &clusterStatus;
-    in.events = &eventLog;
-    http->publish("/cluster", "application/json", renderClusterJson(in));
+    links->pump(now, [this](const engine::RawFrame& f, std::uint64_t t) { statusGossip->receive(f, t); });
   }
 
   // Applies membership changes to the engine (the transport's were applied by followMembers, on the
@@ -449,7 +335,7 @@ struct NodeRuntime::Impl {
       const char* what = e.kind == K::Joined ? "joined" : e.kind == K::Suspected ? "suspected" : e.kind == K::Refuted ? "alive again (refuted)" : e.kind == K::Died ? "declared dead" : "left";
       const char* kind = e.kind == K::Joined ? (e.incarnation > 0 ? "rejoined" : "joined") : e.kind == K::Suspected ? "suspected"
                          : e.kind == K::Refuted ? "refuted" : e.kind == K::Died ? "dead" : "left";
-      noteEvent(e.id, e.incarnation, kind, "member " + std::to_string(e.id) + " (incarnation " + std::to_string(e.incarnation) + ") " + what);
+      statusGossip->noteEvent(e.id, e.incarnation, kind, "member " + std::to_string(e.id) + " (incarnation " + std::to_string(e.incarnation) + ") " + what);
       if (e.kind == K::Suspected) ++suspicions;
       if (e.kind == K::Refuted) ++refutations;
       if (e.kind == K::Died) ++deaths;
@@ -602,8 +488,9 @@ struct NodeRuntime::Impl {
   void writeStatus(std::uint64_t now, bool force) {
     if (!force && now < nextStatus) return;
     nextStatus = now + c.monitor.status_every_ms;
-    refreshCluster(now);
+    statusGossip->noteViewGraph(engine->viewGraph());
     const NodeStatus s = snapshot(now);
+    statusGossip->refresh(now, s);  // this node's summary and /cluster
     std::string text = renderStatusJson(s);
     writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
     if (http) {
@@ -633,7 +520,7 @@ struct NodeRuntime::Impl {
     s.neighbors = engine->links().size();
     s.model_bytes_sent = st.model_bytes_sent;
     s.membership_bytes_sent = links->membershipBytes();
-    s.status_bytes_sent = statusBytes;
+    s.status_bytes_sent = statusGossip->bytesSent();
     s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + s.membership_bytes_sent + s.status_bytes_sent;
     s.membership_messages_sent = membership->stats().messages_sent;
     s.retransmitted = st.retransmitted;
@@ -645,7 +532,7 @@ struct NodeRuntime::Impl {
     // checks), status frames refused here, the membership's, and what the transport dropped
     // ("malformed_message": a wrong number of parts).
     s.rejected_by_reason = st.rejected;
-    for (const auto& [reason, n] : membershipRejected) s.rejected_by_reason[reason] += n;
+    for (const auto& [reason, n] : statusGossip->rejected()) s.rejected_by_reason[reason] += n;
     for (const auto& [reason, n] : membership->rejected()) s.rejected_by_reason[reason] += n;
     if (z.malformed_dropped) s.rejected_by_reason["malformed_message"] += z.malformed_dropped;
     if (z.unlisted_key) s.rejected_by_reason["unlisted_key"] += z.unlisted_key;  // connections, not frames
@@ -684,10 +571,10 @@ struct NodeRuntime::Impl {
         p.last_heard_seconds = static_cast<double>(now - std::min(now, it->second)) / 1000.0;
       s.members.push_back(std::move(p));
     }
-    if (graphSummary) {
-      s.self_weight = graphSummary->selfWeight;
-      for (const auto& [peer, weight] : graphSummary->row) s.mixing_weights.emplace_back(std::to_string(peer), weight);
-      s.spectral_gap = graphSummary->spectralGap;
+    if (const auto& g = statusGossip->graph()) {
+      s.self_weight = g->selfWeight;
+      for (const auto& [peer, weight] : g->row) s.mixing_weights.emplace_back(std::to_string(peer), weight);
+      s.spectral_gap = g->spectralGap;
     }
     s.round_duration = &roundDurations;
     return s;
@@ -729,7 +616,7 @@ struct NodeRuntime::Impl {
   // Someone declared this life dead: go on as a new incarnation with the same model and no edges.
   void rejoinAsNewIncarnation(std::uint64_t now) {
     nodeLog->warn("declared dead by the cluster; rejoining as incarnation {}", incarnation + 1);
-    noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
+    statusGossip->noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
     checkpointWriter->drain();  // the old life's checkpoints are on disk before the new life begins
     membership->stop();  // its SendFn reads `incarnation`; makeMembership starts it again with the new life
     Bytes saved;
@@ -741,6 +628,7 @@ struct NodeRuntime::Impl {
     writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
     incarnation += 1;
     links->setIncarnation(incarnation);
+    statusGossip->setIncarnation(incarnation);
     // Rejoin through everyone we knew, not only the configured seeds (the first node has none): alive
     // members, and those we declared dead ourselves while our network was cut (they may be back).
     for (const auto& m : membership->members())
@@ -832,7 +720,7 @@ struct NodeRuntime::Impl {
       if (gStop && !stopAt) stopAt = now;
       if (gStop && phase == Phase::Training && engine->inRound() && now > stopAt + 2000) return stop(now, false);
       writeStatus(now, false);
-      gossipStatus(now);
+      statusGossip->gossip(now);
       progress(now);
       logRejections(now);
       if (!std::exchange(progressed, false)) {
