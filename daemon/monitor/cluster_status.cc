@@ -8,12 +8,6 @@
 
 namespace gossip::daemon {
 
-std::uint8_t nodeStateFromName(const std::string& name) {
-  for (std::uint8_t k = 0; k <= kMaxNodeState; ++k)
-    if (name == nodeStateName(static_cast<NodeState>(k))) return k;
-  return static_cast<std::uint8_t>(NodeState::Joining);
-}
-
 namespace {
 
 // (incarnation, seq) orders the summaries of one node: a restarted node (new incarnation) starts its

@@ -45,8 +45,6 @@ struct NodeSummary {
 // vanishing from every page exactly when it matters.
 float summaryFloat(double v);
 
-std::uint8_t nodeStateFromName(const std::string& name);  // nodeStateName's inverse; Joining for an unknown name
-
 
 class ClusterStatus {
  public:

@@ -5,7 +5,7 @@
 // once (the frames refused by reason, the traffic copy, the member list). The JSON keys and the metric
 // names are an interface: docs/daemon.md and docs/monitoring.md list them and the tests read them.
 //
-// Threading: built on the node thread (NodeRuntime reads the engine, the runner's copies and the
+// Threading: built on the node thread (collectStatus reads the engine, the runner's copies and the
 // traffic under their guards); the snapshot is a value and may then go anywhere. The renderers are pure.
 #include <cstdint>
 #include <limits>
@@ -16,10 +16,24 @@
 #include <vector>
 
 #include "core/types.h"
+#include "daemon/config/config.h"
 #include "daemon/monitor/metrics.h"
 #include "daemon/monitor/node_state.h"
 
+namespace gossip::engine {
+class NodeEngine;
+}
+namespace gossip::peer {
+class ZmqTransport;
+}
 namespace gossip::daemon {
+
+class MembershipRunner;
+class NodeReport;
+class PeerLinks;
+class StatusGossip;
+class TrainerBridge;
+struct RoundRecord;
 
 struct NodeStatus {
   PeerId id = 0;
@@ -64,6 +78,29 @@ struct NodeStatus {
   std::optional<double> spectral_gap;
   const Histogram* round_duration = nullptr;  // the node's; valid while the node is
 };
+
+// What a snapshot is taken from: the node's parts, owned by NodeRuntime (all set but bridge, which is
+// trainer mode's).
+struct StatusSources {
+  const Config* c = nullptr;
+  PeerId id = 0;
+  Incarnation incarnation = 0;
+  NodeState state = NodeState::Joining;
+  std::string endpoint;
+  const engine::NodeEngine* engine = nullptr;
+  const MembershipRunner* membership = nullptr;
+  const peer::ZmqTransport* zmq = nullptr;
+  const PeerLinks* links = nullptr;
+  const StatusGossip* gossip = nullptr;
+  const RoundRecord* record = nullptr;
+  const NodeReport* report = nullptr;
+  const TrainerBridge* bridge = nullptr;
+  double accuracy = -1;
+  std::size_t accuracySamples = 0;
+  Round lastCheckpoint = 0;                     // what the checkpoint writer last finished
+  std::optional<std::uint64_t> lastCheckpointAt;
+};
+NodeStatus collectStatus(const StatusSources& in, std::uint64_t now);
 
 // status.json and /status: one JSON object and a newline.
 std::string renderStatusJson(const NodeStatus& s);
