@@ -1,4 +1,4 @@
-// daemon/node/checkpoint_store.h and background.h: checkpoint names, a stray *.gsc skipped with one log
+// daemon/node/checkpoint_store.h, evaluation.h and background.h: checkpoint names, a stray *.gsc skipped with one log
 // line, rotation, loading the newest file that verifies, and the writer on the inline and the thread
 // executor (at most one checkpoint waiting, drain, a write's error back on the caller's thread).
 #include <doctest/doctest.h>
@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "daemon/node/background.h"
 #include "daemon/node/checkpoint_store.h"
+#include "daemon/node/evaluation.h"
 #include "engine/checkpoint.h"
 
 using namespace gossip;
@@ -261,4 +262,82 @@ TEST_CASE("LatestOnly on the inline executor runs each job at once") {
   CHECK(!q.submit(1));
   CHECK(!q.submit(2));
   CHECK(ran == std::vector<int>{1, 2});
+}
+
+namespace {
+// A model whose accuracy is x[0] and which records the rounds (x[1]) it was asked about; `gate` holds it
+// inside an evaluation when set.
+class RecordingModel final : public training::Model {
+ public:
+  Gate* gate = nullptr;
+  mutable std::mutex mutex;
+  mutable std::vector<double> asked;
+  std::string name() const override { return "recording"; }
+  std::size_t dim() const override { return 2; }
+  void init(training::Vec& x, Rng&) const override { x = training::Vec::Zero(2); }
+  double lossAndGrad(const training::Vec&, const training::Dataset&, std::span<const std::uint32_t>,
+                     training::Vec& grad) const override {
+    grad = training::Vec::Zero(2);
+    return 0;
+  }
+  double loss(const training::Vec&, const training::Dataset&) const override { return 0; }
+  double accuracy(const training::Vec& x, const training::Dataset&) const override {
+    {
+      std::lock_guard lock(mutex);
+      asked.push_back(x[1]);
+    }
+    if (gate) gate->pass();
+    return x[0];
+  }
+};
+
+training::Vec modelAt(double accuracy, Round round) {
+  training::Vec x(2);
+  x << accuracy, static_cast<double>(round);
+  return x;
+}
+}  // namespace
+
+TEST_CASE("periodic evaluation: the result comes back with its round; a newer model replaces a waiting one") {
+  training::Dataset set;
+  set.X = training::FeatureMatrix::Zero(7, 1);
+  set.y.assign(7, 0);
+  RecordingModel model;
+  SUBCASE("inline") {
+    InlineBackground bg;
+    PeriodicEvaluation e(model, set, bg);
+    CHECK(!e.take());
+    e.submit(10, modelAt(0.5, 10));
+    const auto r = e.take();
+    REQUIRE(r);
+    CHECK(r->round == 10);
+    CHECK(r->accuracy == 0.5);
+    CHECK(r->samples == 7);
+    CHECK(!e.take());  // taken once
+  }
+  SUBCASE("worker thread") {
+    Gate gate;
+    model.gate = &gate;
+    ThreadBackground bg;
+    struct Release {
+      Gate& g;
+      ThreadBackground& b;
+      ~Release() { g.release(); b.drain(); }  // before the evaluation goes: its tasks point to it
+    };
+    PeriodicEvaluation e(model, set, bg);
+    Release release{gate, bg};
+    e.submit(1, modelAt(0.1, 1));
+    REQUIRE(gate.waitHeld());  // round 1 is being evaluated
+    e.submit(2, modelAt(0.2, 2));
+    e.submit(3, modelAt(0.3, 3));  // replaces 2
+    CHECK(!e.take());
+    gate.release();
+    bg.drain();
+    const auto r = e.take();
+    REQUIRE(r);
+    CHECK(r->round == 3);  // the newest; round 1's result was replaced before it was taken
+    CHECK(r->accuracy == 0.3);
+    std::lock_guard lock(model.mutex);
+    CHECK(model.asked == std::vector<double>{1, 3});  // round 2 was never evaluated
+  }
 }
