@@ -8,23 +8,6 @@
 
 namespace gossip::daemon {
 
-const char* nodeStateName(std::uint8_t state) {
-  switch (static_cast<NodeState>(state)) {
-    case NodeState::Joining: return "joining";
-    case NodeState::Syncing: return "syncing";
-    case NodeState::Training: return "training";
-    case NodeState::Stopped: return "stopped";
-    case NodeState::Done: return "done";
-  }
-  return "unknown";
-}
-
-std::uint8_t nodeStateFromName(const std::string& name) {
-  for (std::uint8_t k = 0; k <= static_cast<std::uint8_t>(NodeState::Done); ++k)
-    if (name == nodeStateName(k)) return k;
-  return static_cast<std::uint8_t>(NodeState::Joining);
-}
-
 namespace {
 
 // (incarnation, seq) orders the summaries of one node: a restarted node (new incarnation) starts its
@@ -130,7 +113,7 @@ std::vector<NodeSummary> ClusterStatus::decode(std::span<const std::byte> payloa
     s.states_sent = r.get<std::uint64_t>();
     s.states_received = r.get<std::uint64_t>();
     // Values that would print as garbage on /cluster are refused (NaN loss means "not known yet").
-    if (s.state > static_cast<std::uint8_t>(NodeState::Done) || std::isinf(s.loss) || std::isinf(s.disagreement) || s.disagreement < 0 ||
+    if (s.state > kMaxNodeState || std::isinf(s.loss) || std::isinf(s.disagreement) || s.disagreement < 0 ||
         !std::isfinite(s.accuracy) || s.accuracy > 1 || !std::isfinite(s.compression_ratio) ||
         !std::isfinite(s.rounds_per_second))
       throw DecodeError("status: entry of node " + std::to_string(s.id) + " out of range");

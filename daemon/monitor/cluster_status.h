@@ -18,6 +18,7 @@
 
 #include "core/bytes.h"
 #include "core/types.h"
+#include "daemon/monitor/node_state.h"
 
 namespace gossip::daemon {
 
@@ -25,7 +26,7 @@ struct NodeSummary {
   PeerId id = 0;
   Incarnation incarnation = 0;
   std::uint64_t seq = 0;           // bumped by the origin for each new summary of one incarnation
-  std::uint8_t state = 0;          // NodeState below
+  std::uint8_t state = 0;          // a NodeState (node_state.h)
   Round round = 0;
   Round rounds = 0;
   float loss = 0;                  // NaN: not known yet
@@ -44,10 +45,6 @@ struct NodeSummary {
 // vanishing from every page exactly when it matters.
 float summaryFloat(double v);
 
-// The daemon's states (status.json's "state").
-enum class NodeState : std::uint8_t { Joining = 0, Syncing = 1, Training = 2, Stopped = 3, Done = 4 };
-const char* nodeStateName(std::uint8_t state);         // "joining", ...; "unknown" for a value out of range
-std::uint8_t nodeStateFromName(const std::string& name);  // the inverse; Joining for an unknown name
 
 class ClusterStatus {
  public:

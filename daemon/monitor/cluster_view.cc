@@ -62,7 +62,7 @@ nlohmann::json statusJson(const ClusterStatus::Entry& e, std::uint64_t nowMs) {
   const auto& s = e.s;
   return {{"round", s.round},
           {"rounds", s.rounds},
-          {"state", nodeStateName(s.state)},
+          {"state", std::string(nodeStateName(static_cast<NodeState>(s.state)))},
           {"loss", orNull(s.loss, std::isfinite(s.loss))},
           {"accuracy", orNull(s.accuracy, s.accuracy >= 0)},
           {"disagreement", orNull(s.disagreement, std::isfinite(s.disagreement))},

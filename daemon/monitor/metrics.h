@@ -1,6 +1,6 @@
 #pragma once
 // /metrics of a `gossipd run` node in the Prometheus text exposition format (version 0.0.4). The writer
-// is a pure function of a small struct, filled by the node thread (daemon/node/node_runtime.cc); every
+// is a pure function of a small struct, filled from the node's status snapshot (daemon/node/node_status.h); every
 // metric is described in docs/monitoring.md.
 #include <cstdint>
 #include <map>

@@ -1,153 +1,28 @@
-// Threads and shared state (docs/daemon.md, "Threads"). The node thread runs run(): the engine's rounds,
-// checkpoints, evaluations, status files, the trainer bridge. The membership thread (MembershipRunner,
-// daemon/node/membership_runner.h) owns the peer::Membership and calls back into this file:
-//   sendMembership (the Membership's SendFn), countReceived (every membership frame) and followMembers
-//   (after membership events). The fields those touch, and their guards:
-//     peerDirectory.endpoints,         peerDirectory.mutex; held while the transport's addPeer/removePeer
-//       peerDirectory.seedIds          run, so that the map and the transport's links agree
-//     traffic.byPeer, .unknown,        traffic.mutex (the node thread's reads copy them under it);
-//       .lastHeardMs                   traffic.modelFrames/modelPayloadBytes are the node thread's only
-//     membershipBytes                  atomic
-//     id, advertised, zmq, c, t0       set before the membership thread starts, never written after
-//     incarnation                      written only in rejoinAsNewIncarnation, with the thread stopped
-//   The Membership itself, its events and the membership frames it refused (rejected_by_reason) live in
-//   the runner under its own mutex; the node thread reads them through it as copies. Lock order: the
-//   runner's mutex, then peerDirectory.mutex or traffic.mutex (never both), then the transport's own.
-//   membershipRejected (status frames refused here), suspicions, refutations and deaths are the node
-//   thread's only.
-#include "daemon/node/node_runtime.h"
-
-#include <algorithm>
-#include <chrono>
+// NodeRuntime's loop: what the node thread does on every pass, after a round, per status tick, on a
+// rejoin and at the stop (node_runtime_impl.h says how the node is split and who touches what).
 #include <cmath>
-#include <atomic>
 #include <csignal>
-#include <cstdio>
-#include <deque>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <mutex>
-#include <numeric>
-#include <optional>
-#include <random>
-#include <utility>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
-
-#include "core/error.h"
-#include "core/serial.h"
-#include "daemon/config/advertise.h"
-#include "daemon/monitor/cluster_status.h"
-#include "daemon/monitor/cluster_view.h"
-#include "daemon/monitor/dashboard.h"
-#include "daemon/monitor/drift_watch.h"
-#include "daemon/config/http_address.h"
-#include "daemon/monitor/http_server.h"
-#include "daemon/log/log.h"
-#include "daemon/monitor/metrics.h"
-#include "daemon/node/membership_runner.h"
 #include "daemon/node/model_meta.h"
-#include "daemon/node/model_out.h"
-#include "daemon/node/sim_setup.h"
-#include "daemon/bridge/trainer_bridge.h"
-#include "daemon/bridge/trainer_node.h"
-#include "engine/checkpoint.h"
-#include "engine/frame.h"
-#include "engine/node_engine.h"
-#include "engine/round_driver.h"
+#include "daemon/node/node_runtime_impl.h"
+#include "daemon/node/node_status.h"
 #include "membership/membership.h"
-#include "sim/simulator.h"
-#include "training/smoothness.h"
-#include "transport/zmq/zmq_transport.h"
 
 namespace gossip::daemon {
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using detail::msSince;
+using detail::writeTextAtomic;
 
 namespace {
 
-// Set by the SIGTERM/SIGINT handler, read by the node's thread. A lock-free atomic is both
-// async-signal-safe and ordered across threads (a volatile sig_atomic_t is only the former).
+// A lock-free atomic is both async-signal-safe and ordered across threads (a volatile sig_atomic_t is
+// only the former).
 std::atomic<bool> gStop{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag is written from a signal handler");
 extern "C" void onStopSignal(int) { gStop.store(true, std::memory_order_relaxed); }
 
-constexpr std::uint32_t kRunStateTag = serial::fourcc("GRUN");
-// Pseudo ids for seed endpoints whose node id is not known yet (transport destinations only).
-constexpr PeerId kSeedIdBase = 0x80000000u;
-
-std::uint64_t msSince(Clock::time_point t0) {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
-}
-
-void writeTextAtomic(const fs::path& path, const std::string& text, bool durable = true) {
-  writeFileAtomic(path, std::as_bytes(std::span(text)), durable);
-}
-
-// Bytes on the wire by peer, for /metrics (the transport counts node totals only). Peers are the ids the
-// runtime set up as destinations (members), so a sender naming made-up ids cannot grow the maps; frames
-// to a seed whose id is not known yet, or from a sender that is not (yet) a member, count as "unknown".
-struct Traffic {
-  mutable std::mutex mutex;  // guards byPeer, unknown and lastHeardMs (written by both threads)
-  struct Link {
-    std::uint64_t sent = 0, received = 0;
-  };
-  std::map<PeerId, Link> byPeer;
-  Link unknown;
-  std::map<PeerId, std::uint64_t> lastHeardMs;  // members only
-  std::uint64_t modelFrames = 0, modelPayloadBytes = 0;  // model frames sent (for the compression ratio)
-};
-
-// The transport destinations the runtime set up: members by id, seeds by endpoint (pseudo ids).
-struct PeerDirectory {
-  std::mutex mutex;  // guards both maps
-  std::map<PeerId, std::string> endpoints;
-  std::map<std::string, PeerId> seedIds;
-  bool has(PeerId p) {
-    std::lock_guard lock(mutex);
-    return endpoints.count(p) > 0;
-  }
-};
-
-bool isKind(const Bytes& header, engine::FrameKind k) {
-  return engine::peekIsKind(header, k);
-}
-
-// The engine reads from this queue; membership frames never reach it.
-class EngineTransport final : public engine::Transport {
- public:
-  EngineTransport(peer::ZmqTransport& z, Traffic& traffic) : z_(z), traffic_(traffic) {}
-  void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
-    const std::uint64_t payloadBytes = payload ? payload->size() : 0;
-    {
-      std::lock_guard lock(traffic_.mutex);
-      traffic_.byPeer[to].sent += header.size() + payloadBytes;
-    }
-    if (isKind(header, engine::FrameKind::Model)) {
-      ++traffic_.modelFrames;
-      traffic_.modelPayloadBytes += payloadBytes;
-    }
-    z_.send(to, std::move(header), std::move(payload));
-  }
-  bool receive(engine::RawFrame& out) override {
-    if (q_.empty()) return false;
-    out = std::move(q_.front());
-    q_.pop_front();
-    return true;
-  }
-  void push(engine::RawFrame f) { q_.push_back(std::move(f)); }
-
- private:
-  peer::ZmqTransport& z_;
-  Traffic& traffic_;
-  std::deque<engine::RawFrame> q_;
-};
-
 }  // namespace
+
+const std::atomic<bool>& detail::stopRequested() { return gStop; }
 
 void installStopSignals() {
   struct sigaction sa {};
@@ -157,1035 +32,183 @@ void installStopSignals() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-struct NodeRuntime::Impl {
-  Config c;
-  PeerId id;
-  fs::path dir;
-  Incarnation incarnation = 0;
-  // Loggers (daemon/log/log.h): the node's lifecycle and rounds, and the members' events.
-  std::shared_ptr<logging::Loggers> loggers;
-  logging::Logger nodeLog = loggers->get("node");
-  logging::Logger memberLog = loggers->get("membership");
-  std::unique_ptr<SimProblem> problem;
-  // The periodic evaluations use the first monitor.eval_test_max test rows (cheap, every eval_every
-  // rounds); the last round's model is evaluated once on the whole test set, the number a user of this
-  // node's model gets (issue 12: the head alone made single nodes look better or worse than they are).
-  std::optional<training::Dataset> evalSet;   // the head, when it is shorter than the whole set
-  std::optional<training::Dataset> fullTest;  // the whole test set
-  const training::Dataset* periodicSet() const { return evalSet ? &*evalSet : fullTest ? &*fullTest : nullptr; }
-  std::size_t accuracySamples = 0;  // test rows behind `accuracy`
-  std::unique_ptr<peer::ZmqTransport> zmq;
-  std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)
-  std::unique_ptr<EngineTransport> etransport;
-  std::unique_ptr<engine::NodeEngine> engine;
-  std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
-  std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
-  Clock::time_point t0 = Clock::now();
-  PeerDirectory peerDirectory;  // transport destinations we set up
-  bool resumed = false;                     // loaded a checkpoint (or rejoined: see rejoinAsNewIncarnation)
-  bool rejoined = false;                    // declared dead while running on, now a new incarnation
-  Round resumeRound = 0;
-  enum class Phase { Joining, Syncing, Training, Finishing } phase = Phase::Joining;
-  std::string state = "joining";
-  std::uint64_t phaseSince = 0;
-  double accuracy = -1;
-  double lastLoss = 0;
-  double lastDisagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
-  double lastGamma = std::nan("");  // CHOCO's consensus step after the last round (algorithms/choco.h)
-  DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/monitor/drift_watch.h)
-  std::atomic<std::uint64_t> membershipBytes{0};
-  // Membership frames the runtime itself refused, by reason (the engine counts the frames it is given).
-  std::map<std::string, std::uint64_t> membershipRejected;
-  std::uint64_t nextStatus = 0, nextProgress = 0;
-  Round lastCheckpoint = 0;
-  std::uint64_t suspicions = 0, refutations = 0, deaths = 0;
-  std::vector<std::string> extraSeeds;  // members known before a rejoin
-  std::uint64_t stateAskedAt = 0;
-  // Monitoring (docs/monitoring.md): /metrics and /status are rebuilt with status.json.
-  Traffic traffic;
-  Histogram roundDurations{std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets))};
-  Clock::time_point roundBeganAt{};
-  std::optional<std::uint64_t> lastCheckpointAt;  // ms, a checkpoint this process wrote
-  std::unique_ptr<HttpServer> http;
+int NodeRuntime::run() { return impl_->run(); }
 
-  // ---- trainer.enable (docs/trainer.md): a trainer process drives the rounds ----
-  std::unique_ptr<TrainerBridge> bridge;
-  std::unique_ptr<compress::Compressor> trainerCompressor;  // the method's codec (no SimProblem here)
-  training::Vec trainerX0;                      // the first trainer's parameters, or a checkpoint's placeholder
-  Eigen::Index trainerDim = 0;                  // its size, once the first engine holds the model
-  bool trainerPlaceholder = false;              // trainerX0 only has the right size; a checkpoint holds the model
-  training::ExternalGradient* extGrad = nullptr;  // owned by the node; the bridge's gradients go here
-  bool waitingForTrainer = false;               // round t could begin but the attached trainer has not asked
-  double trainerLoss = std::numeric_limits<double>::quiet_NaN();
+void NodeRuntime::Impl::pumpIncoming(std::uint64_t now) {
+  links->pump(now, [this](const engine::RawFrame& f, std::uint64_t t) { statusGossip->receive(f, t); });
+}
 
-  // ---- /cluster (daemon/monitor/cluster_view.h): status gossip, events, the view graph's summary ----
-  static constexpr std::uint64_t kStatusGossipMs = 1000;  // push the summary table this often...
-  static constexpr std::size_t kStatusGossipFanout = 2;   // ...to this many random live members
-  ClusterStatus clusterStatus{id};
-  EventLog eventLog;
-  std::shared_ptr<const engine::ViewGraph> summarizedView;  // the graph graphSummary describes
-  std::optional<GraphSummary> graphSummary;
-  std::uint64_t nextStatusGossip = 0, statusBytes = 0;
-  std::uint64_t statesSentSeen = 0, statesReceivedSeen = 0;
-  Round rateRound = 0;
-  std::uint64_t rateAt = 0;
-  double roundsPerSecond = 0;
-  std::mt19937_64 gossipRng{deriveSeed({c.cluster.seed, id, 0x57A7ull})};
+// Membership changes to the engine (the transport's were applied on the membership thread). Joining:
+// the engine gets its first view when the node starts. Done or stopped: no new edges for a node that
+// will not mix any more (dead peers' frames are released when it leaves).
+void NodeRuntime::Impl::onMembership(std::uint64_t now) {
+  if (!report.memberEvents(membership->takeEvents(), *statusGossip)) return;
+  if (life.state() == NodeState::Joining || finished(life.state())) return;
+  engine->setMembers(membership->alive(), engine->nextRound(), now);
+  if (engine->graphFallback())
+    nodeLog->warn("{} cannot serve {} members; using the fallback graph (docs/daemon.md)", c.cluster.topology,
+                  membership->alive().size());
+}
 
-  // The membership thread calls into fields declared after `membership`: it stops before they go.
-  ~Impl() {
-    if (membership) membership->stop();
+void NodeRuntime::Impl::afterRound(Round done) {
+  if (evaluation && done % c.monitor.eval_every == 0) evaluation->submit(done, engine->node().algorithm().x());
+  if (c.node.checkpoint_every && done % c.node.checkpoint_every == 0) checkpoint(done);
+}
+
+// The last round is done (or a stop signal ended training): the whole test set's accuracy, after any
+// periodic evaluation still running (the last word is the whole set's), and the last checkpoint.
+void NodeRuntime::Impl::finish(NodeState end) {
+  if (end == NodeState::Done && fullTest) {
+    background->drain();
+    if (evaluation) (void)evaluation->take();
+    accuracy = problem->model->accuracy(engine->node().algorithm().x(), *fullTest);
+    accuracySamples = fullTest->samples();
   }
+  checkpoint(engine->nextRound());
+}
 
-  Impl(Config config, std::shared_ptr<logging::Loggers> logs)
-      : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
-    // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
-    std::error_code ec;
-    fs::create_directories(dir / "checkpoints", ec);
-    if (ec) throw ConfigError("node.data_dir: cannot create '" + (dir / "checkpoints").string() + "': " + ec.message());
-    peer::ZmqOptions zo;
-    zo.link_bytes_per_second = c.faults.link_mbit * 1e6 / 8;
-    if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, id));
-    zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen, zo);
-    if (c.security.enable)
-      nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused", zo.curve->allowed.size());
-    advertised = advertisedEndpoint(c.node, zmq->endpoint());
-    // Published at once: a launcher starts the other nodes with this address while we load our data
-    // (their joins are retried with backoff until our membership runs).
-    writeTextAtomic(dir / "endpoint", advertised + "\n");
-    // Bound now (a port in use fails before the data is loaded); serves once the pages exist, below.
-    if (!c.node.http.empty()) {
-      const auto addr = parseHttpAddress(c.node.http);
-      if (!addr) throw ConfigError("node.http: cannot parse '" + c.node.http + "' (expected HOST:PORT)");
-      http = std::make_unique<HttpServer>(*addr, loggers->get("http"));
-    }
-    readIncarnation();
-    if (c.trainer.enable) {
-      if (!setupTrainer()) return;  // stopped before any trainer gave the first model: run() exits at once
-    } else {
-      setupData();
-    }
-    etransport = std::make_unique<EngineTransport>(*zmq, traffic);
-    makeEngine();
-    loadNewestCheckpoint();
-    if (bridge) {
-      if (trainerPlaceholder && !resumed) {  // no checkpoint could be read after all: take a trainer's model
-        if (!waitForTrainerModel()) {
-          driver.reset();  // it refers to the engine
-          engine.reset();
-          return;
-        }
-        makeEngine();
-      }
-      bridge->ready(engine->node().algorithm().x(), resumed ? resumeRound : 0);
-      // Later engines (a rejoin) load their state into a node of this size: the values are not kept.
-      trainerDim = trainerX0.size();
-      trainerX0 = training::Vec();
-    }
-    makeMembership();
-    if (http) {
-      writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
-      http->publish("/loglevel", "application/json", loggers->levelsJson() + "\n");
-      http->onPut("/loglevel", [this](std::string_view query) { return putLogLevel(query); });
-      http->start();
-      publishDashboard(*http);
-      writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
-    }
-    nodeLog->info("incarnation {} listening on {}{}{}{}", incarnation, zmq->endpoint(),
-                  advertised != zmq->endpoint() ? " as " + advertised : "", http ? ", http " + http->url() : "",
-                  resumed ? ", resumed at round " + std::to_string(resumeRound) : "");
+// Serialized here (the state changes next round), written on the background (checkpoint_store.h).
+void NodeRuntime::Impl::checkpoint(Round next) {
+  CheckpointJob job;
+  job.next = next;
+  job.body = runStateBody(id, next, [this](ByteWriter& w) { engine->node().save(w); });
+  const auto& x = engine->node().algorithm().x();
+  job.model.assign(x.data(), x.data() + x.size());
+  job.meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()}, {"layout", "the trainer's flat parameter vector"},
+                                     {"round", next}, {"node", id}, {"incarnation", incarnation}}
+                    : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
+  checkpointWriter->submit(std::move(job));
+}
+
+// What the node learned since the last pass from elsewhere: a finished periodic evaluation, or the
+// accuracy a trainer reported.
+void NodeRuntime::Impl::takeAccuracy(std::uint64_t now) {
+  if (evaluation)
+    if (const auto r = evaluation->take()) accuracy = r->accuracy, accuracySamples = r->samples;
+  if (!bridge) return;
+  bridge->poll(now, &engine->node().algorithm().x(), engine->nextRound());
+  if (std::isfinite(bridge->reportedAccuracy())) {
+    accuracy = bridge->reportedAccuracy();
+    accuracySamples = 0;  // the trainer's own test set, of a size it does not report
   }
+}
 
-  // PUT /loglevel?level=L[&logger=NAME] (docs/daemon.md#logging), on the HTTP server's thread: the
-  // loggers' levels are atomics and the Loggers object is otherwise immutable, so no lock is needed.
-  HttpServer::Answer putLogLevel(std::string_view query) {
-    const auto a = logging::applyLevelRequest(*loggers, query);
-    if (a.status != 200) return {a.status, a.body};
-    http->publish("/loglevel", "application/json", a.body);
-    nodeLog->info("log levels set by PUT /loglevel?{}: {}", query, loggers->levelsJson());
-    return {a.status, a.body};
+// This tick's snapshot (node_status.h): status.json, /status, /metrics and /cluster show the same numbers.
+void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
+  if (!force && now < nextStatus) return;
+  nextStatus = now + c.monitor.status_every_ms;
+  statusGossip->noteViewGraph(engine->viewGraph());
+  const auto written = checkpointWriter->written();
+  const NodeStatus s = collectStatus({.c = &c, .id = id, .incarnation = incarnation, .state = life.state(),
+                                      .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
+                                      .zmq = zmq.get(), .links = links.get(), .gossip = statusGossip.get(),
+                                      .record = &life.record(), .report = &report, .bridge = bridge,
+                                      .accuracy = accuracy, .accuracySamples = accuracySamples,
+                                      .lastCheckpoint = written.round, .lastCheckpointAt = written.atMs},
+                                     now);
+  statusGossip->refresh(now, s);  // this node's summary and /cluster
+  std::string text = renderStatusJson(s);
+  writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
+  if (http) {
+    http->publish("/status", "application/json", std::move(text));
+    http->publish("/metrics", "text/plain; version=0.0.4; charset=utf-8", renderMetrics(toMetrics(s)));
   }
+}
 
-  void setupData() {
-    // Shards are cut for max(cluster.nodes, id + 1) nodes, as `sim` does for joiners: a late joiner with
-    // an id beyond the starting cluster still gets a shard of its own. Only this node's rows are kept
-    // (IDX files are streamed: the whole training set is never in memory).
-    Config pc = c;
-    pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
-    const OneNode only{.id = id, .keep_test = c.monitor.eval_every > 0};
-    problem = buildSimProblem(pc, &only);
-    if (const auto& a = problem->auto_step) {
-      // Every daemon computes the same number from the shared data (daemon/node/sim_setup.cc, agreeOnStep).
-      nodeLog->info("automatic step lr = {:.6g} ({}; the largest L over the {} nodes' shards: {:.6g} for the "
-                    "whole local objective, {:.6g} per sample)",
-                    a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
-    }
-    if (problem->test) {
-      fullTest = std::move(*problem->test);
-      const std::size_t head = c.monitor.eval_test_max;
-      if (head != 0 && head < fullTest->samples()) evalSet = training::headOf(*fullTest, head);
-    }
-    problem->test.reset();
-    problem->setup.test = nullptr;
-  }
+std::uint64_t NodeRuntime::Impl::bytesSent() const {
+  const auto& st = engine->stats();
+  return st.model_bytes_sent + st.control_bytes_sent + links->membershipBytes();
+}
 
-  // Trainer mode: the bridge and the node's codec; the first model comes from the first trainer that
-  // attaches (its size is kept in data_dir/trainer_dim), a restart's from its checkpoint. False when a stop
-  // signal came before any trainer did.
-  bool setupTrainer() {
-    TrainerBridgeOptions o;
-    o.data_dir = dir;
-    o.gradient_mode = c.trainer.mode == "gradient";
-    o.node = id;
-    o.nodes = c.cluster.nodes;
-    o.algorithm = c.algorithm.name;
-    o.rounds = c.algorithm.rounds;
-    o.idle_timeout_ms = c.trainer.idle_timeout_ms;
-    o.copy_threads = c.trainer.copy_threads;
-    o.log = loggers->get("bridge");
-    bridge = std::make_unique<TrainerBridge>(o);
-    trainerCompressor = compress::makeCompressor(c.compressor);
-    // The method's own checks (e.g. LEAD refusing a biased compressor) on a throwaway node, so that a bad
-    // config fails now and not after a trainer attached.
-    {
-      training::ExternalGradient* unused = nullptr;
-      (void)makeTrainerNode(c, id, incarnation, training::Vec::Zero(1), *trainerCompressor, unused);
-    }
-    unsigned long long dim = 0;
-    if (std::ifstream in(dir / "trainer_dim"); in) in >> dim;
-    bool haveCheckpoint = false;
-    for (const auto& e : fs::directory_iterator(dir / "checkpoints")) haveCheckpoint |= e.path().extension() == ".gsc";
-    if (dim > 0 && haveCheckpoint) {
-      trainerX0 = training::Vec::Zero(static_cast<Eigen::Index>(dim));
-      trainerPlaceholder = true;
-      return true;
-    }
-    return waitForTrainerModel();
-  }
+// Someone declared this life dead: go on as a new incarnation with the same model and no edges.
+void NodeRuntime::Impl::rejoinAsNewIncarnation(std::uint64_t now) {
+  nodeLog->warn("declared dead by the cluster; rejoining as incarnation {}", incarnation + 1);
+  statusGossip->noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
+  checkpointWriter->drain();  // the old life's checkpoints are on disk before the new life begins
+  membership->stop();  // its SendFn reads `incarnation`; makeMembership starts it again with the new life
+  Bytes saved;
+  ByteWriter w(saved);
+  engine->node().save(w);
+  const Round next = engine->inRound() ? engine->mixingRound() : engine->nextRound();
+  // A round the trainer waits for is abandoned with the engine: give it the model as it is.
+  if (bridge) bridge->finishRound(engine->node().algorithm().x(), next, false);
+  writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
+  incarnation += 1;
+  links->setIncarnation(incarnation);
+  statusGossip->setIncarnation(incarnation);
+  // Rejoin through everyone we knew, not only the configured seeds (the first node has none): alive
+  // members, and those we declared dead ourselves while our network was cut (they may be back).
+  for (const auto& m : membership->members())
+    if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
+  // New connections to everyone (see PeerLinks::followMembers): ours may be stuck behind a cut link.
+  links->forgetAll();
+  driver.reset();  // it refers to the engine
+  engine.reset();
+  report.engineReplaced();
+  links->resetEngineTransport();
+  makeEngine();
+  ByteReader r(saved, "node state");
+  engine->node().load(r);
+  engine->dropAllEdges();
+  makeMembership();
+  membership->start();
+  life.rejoined(next, now);
+}
 
-  bool waitForTrainerModel() {
-    nodeLog->info("waiting for a trainer to attach at {} (docs/trainer.md)", bridge->endpoint());
-    for (std::uint64_t note = msSince(t0) + 30000;;) {
-      if (gStop) return false;
-      const std::uint64_t now = msSince(t0);
-      bridge->poll(now, nullptr, 0);
-      if (auto x = bridge->takeInitial()) {
-        trainerX0 = std::move(*x);
-        trainerPlaceholder = false;
-        writeTextAtomic(dir / "trainer_dim", std::to_string(trainerX0.size()) + "\n");
-        return true;
-      }
-      if (now >= note) {
-        nodeLog->info("still waiting for a trainer at {}", bridge->endpoint());
-        note = now + 30000;
-      }
-      bridge->waitReadable(100);
-    }
-  }
-
-  void readIncarnation() {
-    const fs::path f = dir / "incarnation";
-    if (fs::exists(f)) {
-      std::ifstream in(f);
-      unsigned long long prev = 0;
-      if (!(in >> prev)) throw DataError("'" + f.string() + "' does not hold a number");
-      incarnation = prev + 1;
-    }
-    writeTextAtomic(f, std::to_string(incarnation) + "\n");
-  }
-
-  void makeEngine() {
-    driver.reset();  // it refers to the engine being replaced
-    auto node = bridge ? makeTrainerNode(c, id, incarnation, trainerX0.size() ? trainerX0 : training::Vec::Zero(trainerDim),
-                                         *trainerCompressor, extGrad)
-                       : sim::makeNode(problem->setup, id, incarnation);
-    engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), *etransport);
-    engine::LinkOptions lo;
-    lo.topology = topologyParams(c.cluster);
-    lo.hello_timeout_ms = c.cluster.link_timeout_ms;
-    lo.retransmit_ms = std::max<std::uint64_t>(50, c.cluster.probe_interval_ms);
-    engine->enableLinks(lo);
-    // Replica methods begin a round only once every edge the view wants is agreed, in every round and for
-    // every life, not only at a cluster's round 0: a node that began while an edge was still being agreed
-    // ran its rounds alone at compute speed (a node rejoining after a healed 4/4 partition went from round
-    // 31370 to the last, 40000, in under 2 s and left; tests/netns/netns_split.sh). Waiting is bounded: an
-    // edge to a member that died goes with the member.
-    driver = std::make_unique<engine::RoundDriver>(
-        *engine,
-        engine::RoundDriverOptions{.rounds = c.algorithm.rounds,
-                                   .barrier = engine::StartBarrier::EveryRound,
-                                   .roundTimeoutMs = c.algorithm.round_timeout_ms},
-        [this](Round t, std::uint64_t now) { return !bridge || trainerInput(t, now); });
-  }
-
-  void loadNewestCheckpoint() {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir / "checkpoints"))
-      if (e.path().extension() == ".gsc") files.push_back(e.path());
-    std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-      return std::stoull(a.stem().string().substr(5)) > std::stoull(b.stem().string().substr(5));
-    });
-    for (const auto& f : files) {
-      try {
-        const Bytes body = engine::readCheckpoint(f);
-        ByteReader r(body, "checkpoint");
-        serial::expectTag(r, kRunStateTag, "a gossipd run checkpoint");
-        const auto savedId = r.get<std::uint32_t>();
-        if (savedId != id) throw DecodeError("it belongs to node " + std::to_string(savedId));
-        const Round next = r.get<std::uint64_t>();
-        engine->node().load(r);
-        r.expectEnd();
-        // The edges were with the previous life's neighbours, who drop theirs when they see our new
-        // incarnation: keep the model, drop the edges (and with them the dual shares).
-        engine->dropAllEdges();
-        resumed = true;
-        resumeRound = next;
-        return;
-      } catch (const std::exception& e) {
-        nodeLog->warn("skipping checkpoint {}: {}", f.string(), e.what());
-      }
-    }
-  }
-
-  void makeMembership() {
-    peer::MemberInfo self;
-    self.id = id;
-    self.incarnation = incarnation;
-    self.endpoint = advertised;
-    peer::MembershipOptions mo;
-    mo.probe_interval = std::chrono::milliseconds(c.cluster.probe_interval_ms);
-    mo.probe_timeout = std::chrono::milliseconds(c.cluster.probe_timeout_ms);
-    mo.indirect_probes = c.cluster.indirect_probes;
-    mo.suspicion_mult = c.cluster.suspicion_mult;
-    mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
-    std::vector<std::string> seeds;
-    for (const auto& s : c.cluster.seeds)
-      if (s != zmq->endpoint() && s != advertised) seeds.push_back(s);  // a seed list may name this node
-    for (const auto& s : extraSeeds)
-      if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
-    auto m = std::make_unique<peer::Membership>(
-        self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { sendMembership(to, ep, std::move(payload)); },
-        deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));
-    if (membership) return membership->restart(std::move(m));  // a rejoin: same runner, new life
-    MembershipRunner::Hooks hooks;
-    hooks.frame = [this](const engine::RawFrame& f) { countReceived(f, msSince(t0)); };
-    hooks.changed = [this](const auto& events, const auto& table) { followMembers(events, table); };
-    membership = std::make_unique<MembershipRunner>(std::move(m), *zmq, std::move(hooks), mo.probe_timeout / 2);
-  }
-
-  // Membership thread: connections follow the members. Fresh connections for a member that died, left or
-  // came back as a new incarnation: a TCP connection that carried frames into a cut link keeps them in its
-  // retransmission backoff for tens of seconds after the link is back (netns_cut: every stateless round then
-  // waited a deadline for the frames stuck on it). A member we still talk to gets a new link at once.
-  void followMembers(const std::vector<peer::MembershipEvent>& events, const std::vector<peer::MemberInfo>& table) {
-    using K = peer::MembershipEvent::Kind;
-    for (const auto& e : events)
-      if (e.kind == K::Died || e.kind == K::Left || (e.kind == K::Joined && e.incarnation > 0)) forgetPeer(e.id);
-    for (const auto& m : table) {
-      if (m.id == id) continue;
-      if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
-    }
-  }
-
-  void sendMembership(PeerId to, const std::string& endpoint, Bytes payload) {
-    PeerId dest = to;
-    if (to == peer::Membership::kUnknownPeer) {
-      std::lock_guard lock(peerDirectory.mutex);
-      auto it = peerDirectory.seedIds.find(endpoint);
-      if (it == peerDirectory.seedIds.end()) {
-        it = peerDirectory.seedIds.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(peerDirectory.seedIds.size())).first;
-        zmq->addPeer(it->second, endpoint);
-      }
-      dest = it->second;
-    } else {
-      ensurePeer(to, endpoint);
-    }
-    engine::FrameHeader h;
-    h.kind = engine::FrameKind::Membership;
-    h.sender = id;
-    h.incarnation = incarnation;
-    engine::sealPayload(h, payload);
-    Bytes header;
-    engine::encodeFrameHeader(h, header);
-    membershipBytes += header.size() + payload.size();
-    {
-      std::lock_guard lock(traffic.mutex);
-      (to == peer::Membership::kUnknownPeer ? traffic.unknown : traffic.byPeer[to]).sent += header.size() + payload.size();
-    }
-    zmq->send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
-  }
-
-  void forgetPeer(PeerId peer) {
-    std::lock_guard lock(peerDirectory.mutex);
-    if (peerDirectory.endpoints.erase(peer)) zmq->removePeer(peer);
-  }
-
-  void ensurePeer(PeerId peer, const std::string& endpoint) {
-    if (endpoint.empty() || peer == id) return;
-    std::lock_guard lock(peerDirectory.mutex);
-    auto it = peerDirectory.endpoints.find(peer);
-    if (it != peerDirectory.endpoints.end() && it->second == endpoint) return;
-    try {
-      zmq->addPeer(peer, endpoint);
-      peerDirectory.endpoints[peer] = endpoint;
-    } catch (const IoError& e) {
-      memberLog->warn("cannot connect to member {} at '{}': {}", peer, endpoint, e.what());
-    }
-  }
-
-  void pumpIncoming(std::uint64_t now) {
-    engine::RawFrame f;
-    while (zmq->receive(f)) {
-      countReceived(f, now);
-      if (isKind(f.header, engine::FrameKind::Status)) {
-        receiveStatus(f, now);
-        continue;
-      }
-      etransport->push(std::move(f));  // membership frames go to the membership thread's inbox
-    }
-  }
-
-  // A member's table of node summaries (monitoring only). Refusals are counted with the membership's.
-  void receiveStatus(const engine::RawFrame& f, std::uint64_t now) {
-    try {
-      const auto h = engine::decodeFrameHeader(f.header);
-      if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
-      engine::checkPayload(h, *f.payload);
-      if (!peerDirectory.has(h.sender)) return void(++membershipRejected["status_not_member"]);
-      auto entries = ClusterStatus::decode(*f.payload);
-      // Only summaries of members this node knows are kept: hearsay about made-up ids could otherwise fill
-      // the table (it holds at most ClusterStatus::kMaxEntries) and crowd out real members.
-      const auto known = membership->members();  // sorted by id
-      std::erase_if(entries, [&](const NodeSummary& e) {
-        const auto it = std::lower_bound(known.begin(), known.end(), e.id, [](const peer::MemberInfo& m, PeerId x) { return m.id < x; });
-        return it == known.end() || it->id != e.id;
-      });
-      clusterStatus.merge(entries, now);
-    } catch (const engine::FrameError& e) {
-      ++membershipRejected[e.reason];
-    } catch (const DecodeError&) {
-      ++membershipRejected["bad_status"];
-    }
-  }
-
-  // Push gossip of the summary table (cluster_status.h): a few random live members each period.
-  void gossipStatus(std::uint64_t now) {
-    if (now < nextStatusGossip) return;
-    nextStatusGossip = now + kStatusGossipMs;
-    std::vector<PeerId> peers;
-    for (const auto& m : membership->alive())
-      if (m.id != id && peerDirectory.has(m.id)) peers.push_back(m.id);
-    if (peers.empty()) return;
-    std::shuffle(peers.begin(), peers.end(), gossipRng);
-    peers.resize(std::min(peers.size(), kStatusGossipFanout));
-    auto payload = std::make_shared<const Bytes>(clusterStatus.encode());
-    engine::FrameHeader h;
-    h.kind = engine::FrameKind::Status;
-    h.sender = id;
-    h.incarnation = incarnation;
-    engine::sealPayload(h, *payload);
-    Bytes header;
-    engine::encodeFrameHeader(h, header);
-    for (PeerId p : peers) {
-      statusBytes += header.size() + payload->size();
-      {
-        std::lock_guard lock(traffic.mutex);
-        traffic.byPeer[p].sent += header.size() + payload->size();
-      }
-      zmq->send(p, Bytes(header), payload);
-    }
-  }
-
-  static std::int64_t wallMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  }
-  void noteEvent(PeerId node, Incarnation inc, const char* kind, std::string text) {
-    eventLog.add({wallMs(), node, inc, kind, std::move(text)});
-  }
-
-  // This node's summary into the table, and /cluster rebuilt (with writeStatus).
-  void refreshCluster(std::uint64_t now) {
-    const auto& st = engine->stats();
-    const Round r = engine->nextRound();
-    if (rateAt && now > rateAt) roundsPerSecond = static_cast<double>(r >= rateRound ? r - rateRound : 0) * 1000.0 / static_cast<double>(now - rateAt);
-    rateRound = r;
-    rateAt = now;
-    if (st.states_sent > statesSentSeen)
-      noteEvent(id, incarnation, "state_sent", "node " + std::to_string(id) + " sent its model to a joining neighbour");
-    if (st.states_received > statesReceivedSeen)
-      noteEvent(id, incarnation, "state_received", "node " + std::to_string(id) + " took its model from a neighbour");
-    statesSentSeen = st.states_sent;
-    statesReceivedSeen = st.states_received;
-    NodeSummary s;
-    s.incarnation = incarnation;
-    s.state = nodeStateFromName(state);
-    s.round = r;
-    s.rounds = c.algorithm.rounds;
-    s.loss = summaryFloat(lastLoss);
-    s.disagreement = summaryFloat(lastDisagreement);
-    s.accuracy = static_cast<float>(accuracy);
-    if (traffic.modelPayloadBytes)
-      s.compression_ratio = static_cast<float>(static_cast<double>(traffic.modelFrames) * static_cast<double>(engine->node().algorithm().x().size()) *
-                                               4.0 / static_cast<double>(traffic.modelPayloadBytes));
-    s.rounds_per_second = static_cast<float>(roundsPerSecond);
-    s.neighbors = static_cast<std::uint32_t>(engine->links().size());
-    s.bytes_sent = st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes;
-    s.states_sent = st.states_sent;
-    s.states_received = st.states_received;
-    clusterStatus.updateSelf(s, now);
-    if (auto vg = engine->viewGraph(); vg && vg != summarizedView) {
-      graphSummary = summarizeGraph(*vg, id);  // once per view: the eigen-solve is O(n^3)
-      summarizedView = vg;
-    }
-    if (!http) return;
-    ClusterViewInput in;
-    in.self = id;
-    in.wallMs = wallMs();
-    in.nowMs = now;
-    in.algorithm = c.algorithm.name;
-    in.compressor = c.compressor.name;
-    in.topology = c.cluster.topology;
-    in.rounds = c.algorithm.rounds;
-    in.members = membership->members();
-    in.graph = graphSummary ? &*graphSummary : nullptr;
-    in.status = &clusterStatus;
-    in.events = &eventLog;
-    http->publish("/cluster", "application/json", renderClusterJson(in));
-  }
-
-  // Bytes by sender and when each member was last heard from: the sender a header names once its checksum
-  // holds, and only for members (the engine or the membership still judge the frame itself).
-  void countReceived(const engine::RawFrame& f, std::uint64_t now) {
-    const std::uint64_t bytes = f.header.size() + (f.payload ? f.payload->size() : 0);
-    try {
-      const PeerId from = engine::decodeFrameHeader(f.header).sender;
-      if (peerDirectory.has(from)) {
-        std::lock_guard lock(traffic.mutex);
-        traffic.byPeer[from].received += bytes;
-        traffic.lastHeardMs[from] = now;
-        return;
-      }
-    } catch (const DecodeError&) {
-    }
-    std::lock_guard lock(traffic.mutex);
-    traffic.unknown.received += bytes;
-  }
-
-  // Applies membership changes to the engine (the transport's were applied by followMembers, on the
-  // membership thread); logs each event once.
-  void onMembership(std::uint64_t now) {
-    const auto events = membership->takeEvents();
-    if (events.empty()) return;
-    for (const auto& [e, stamp] : events) {
-      using K = peer::MembershipEvent::Kind;
-      const char* what = e.kind == K::Joined ? "joined" : e.kind == K::Suspected ? "suspected" : e.kind == K::Refuted ? "alive again (refuted)" : e.kind == K::Died ? "declared dead" : "left";
-      const char* kind = e.kind == K::Joined ? (e.incarnation > 0 ? "rejoined" : "joined") : e.kind == K::Suspected ? "suspected"
-                         : e.kind == K::Refuted ? "refuted" : e.kind == K::Died ? "dead" : "left";
-      noteEvent(e.id, e.incarnation, kind, "member " + std::to_string(e.id) + " (incarnation " + std::to_string(e.incarnation) + ") " + what);
-      if (e.kind == K::Suspected) ++suspicions;
-      if (e.kind == K::Refuted) ++refutations;
-      if (e.kind == K::Died) ++deaths;
-      // Wall-clock milliseconds on event lines, from when the membership thread took the event (the node
-      // thread may log it seconds later): fault scripts measure detection times across processes.
-      memberLog->info("member {} (incarnation {}) {} [t={}]", e.id, e.incarnation, what, static_cast<long long>(stamp));
-    }
-    installView(now);
-  }
-
-  void installView(std::uint64_t now) {
-    // Joining: the engine gets its first view when the node starts. Finishing: no new edges for a node
-    // that will not mix any more (dead peers' frames are released when we leave).
-    if (phase == Phase::Joining || phase == Phase::Finishing) return;
-    engine->setMembers(membership->alive(), engine->nextRound(), now);
-    if (engine->graphFallback())
-      nodeLog->warn("{} cannot serve {} members; using the fallback graph (docs/daemon.md)", c.cluster.topology,
-                    membership->alive().size());
-  }
-
-  bool lateStarter() const { return resumed || incarnation > 0 || id >= c.cluster.nodes; }
-
-  void startTraining(Round first, std::uint64_t now) {
-    phase = Phase::Training;
-    state = "training";
-    engine->setMembers(membership->alive(), first, now);
-    engine->holdEdges(false, now);
-    nodeLog->info("training from round {} with {} members", first, membership->alive().size());
-  }
-
-  void stepJoining(std::uint64_t now) {
-    if (!membership->joined()) return;
-    const auto alive = membership->alive();
-    const bool full = alive.size() >= c.cluster.nodes;
-    if (!full && now < phaseSince + c.cluster.start_timeout_ms && !lateStarter()) return;
-    if (!lateStarter()) return startTraining(0, now);
-    // A restarted or late node asks a neighbour of its view for the current model and round; it agrees
-    // to no edge before it has them (it would be asked to mix rounds it has not reached).
-    engine->holdEdges(true, now);
-    engine->setMembers(alive, resumed ? resumeRound : 0, now);
-    const auto& nbrs = engine->viewNeighbors();
-    if (nbrs.empty()) {
-      engine->holdEdges(false, now);
-      return startTraining(resumed ? resumeRound : 0, now);
-    }
-    engine->requestState(nbrs.front(), engine->nextRound());
-    stateAskedAt = now;
-    phase = Phase::Syncing;
-    state = "syncing";
-    phaseSince = now;
-  }
-
-  void stepSyncing(std::uint64_t now) {
-    if (auto r = engine->takeStateRound()) {
-      // A restarted or new node takes the neighbour's round with its model (DESIGN.md §4: linked nodes
-      // stay within a round of each other): its own, from a checkpoint, is behind. A node that was declared
-      // dead while it ran on (a cut link, a partition) keeps the lower of the two rounds: the side that was
-      // cut off trains alone, faster, and whoever took its round would wait for neighbours far behind
-      // (tests/netns/netns_cut.sh: node 0 rejoined with the cut-off node's round 107400 while its other
-      // neighbours were at 9909, and stopped). The cut-off node itself rejoins too and so comes back down.
-      const Round next = rejoined ? std::min(*r, resumeRound) : *r;
-      if (bridge) bridge->modelChanged();  // the neighbour's model replaced ours
-      nodeLog->info("state transfer done, continuing at round {}", next);
-      return startTraining(next, now);
-    }
-    if (now > stateAskedAt + 500) {
-      // The neighbour may not know us yet (our join is still spreading): ask again, maybe another one.
-      const auto& nbrs = engine->viewNeighbors();
-      if (!nbrs.empty()) engine->requestState(nbrs[(now / 500) % nbrs.size()], engine->nextRound());
-      stateAskedAt = now;
-    }
-    if (now > phaseSince + 5000) {
-      nodeLog->warn("no state transfer within 5 s, starting from its own model");
-      startTraining(resumed ? resumeRound : 0, now);
-    }
-  }
-
-  // Returns false when the run is over. The driver (engine/round_driver.h, set up in makeEngine) decides
-  // when a round begins and ends; this does the node's work around what it reports.
-  bool stepTraining(std::uint64_t now) {
-    if (!engine->inRound() && gStop) return false;
-    const engine::RoundStep s = driver->step(now);
-    switch (s.event) {
-      case engine::RoundEvent::Finished:
-        return false;
-      case engine::RoundEvent::Waiting:
-        return true;
-      case engine::RoundEvent::Began:
-        roundBeganAt = Clock::now();
-        progressed = true;
-        return true;
-      case engine::RoundEvent::Ended:
-        break;
-    }
-    auto& e = *engine;
-    const Round t = s.round;
-    if (bridge && !bridge->finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c.algorithm.rounds))
-      bridge->modelChanged();  // a round the trainer did not see
-    roundDurations.observe(std::chrono::duration<double>(Clock::now() - roundBeganAt).count());
-    lastLoss = e.node().lastLoss();
-    lastDisagreement = e.node().disagreement();
-    const double gamma = e.node().algorithm().consensusStep();
-    if (gamma != lastGamma && std::isfinite(gamma) && std::isfinite(lastGamma)) {  // CHOCO halved its step
-      nodeLog->info("consensus step gamma {:.6g} -> {:.6g} at round {} (this node's disagreement kept growing)",
-                    lastGamma, gamma, t + 1);
-    }
-    lastGamma = gamma;
-    if (const auto w = drift.afterRound(t + 1, lastDisagreement, e.node().algorithm().x())) {
-      nodeLog->warn("warning: {}", *w);  // "warning: " kept: tests/integration/drift_warning.sh counts the lines
-    }
-    nodeLog->debug("round {} mixed: loss {:.4f}, disagreement {:.4g}", t + 1, lastLoss, lastDisagreement);
-    afterRound(t + 1);
-    progressed = true;
-    return true;
-  }
-
-  // Whether round t may begin as far as the trainer goes; if so its input is in the node. Model mode: the
-  // trainer's parameters become x and the gradient is zero. Gradient mode: its gradient (at the x the bridge
-  // last gave it) is the round's gradient; a method with a start step first moves x and asks again. No
-  // trainer attached: the node follows, never leads (docs/trainer.md): it begins t with a zero gradient only
-  // once a neighbour has, so a cluster whose trainers are all gone pauses instead of running its rounds out.
-  bool trainerInput(Round t, std::uint64_t now) {
-    auto& node = engine->node();
-    waitingForTrainer = false;
-    if (bridge->hasRequest() && !bridge->trainerCurrent()) {
-      // Computed from a model the node no longer has: hand over the current one, no round.
-      bridge->resync(node.algorithm().x(), t);
-      return false;
-    }
-    if (bridge->hasRequest()) {
-      const double loss = bridge->readRequest(node.algorithm().x(), extGrad->buffer());
-      if (!std::isnan(loss)) trainerLoss = loss;
-      if (c.trainer.mode != "gradient") {
-        extGrad->supplyZero(trainerLoss);
-        return true;
-      }
-      extGrad->supply(trainerLoss);
-      if (!node.needsStartStep(t)) return true;
-      node.startStep(t);
-      bridge->askGradientAt(node.algorithm().x(), t);
-      return false;
-    }
-    if (bridge->attached(now)) {
-      waitingForTrainer = true;
-      return false;
-    }
-    if (!engine->neighbourAt(t)) return false;
-    extGrad->supplyZero(trainerLoss);
-    if (node.needsStartStep(t)) {
-      node.startStep(t);
-      extGrad->supplyZero(trainerLoss);
-    }
-    return true;
-  }
-
-  // Set when a step began or ended a round: the loop then goes round again at once instead of sleeping,
-  // so the next round begins as soon as the last one ended (sleeping there cost up to the poll period,
-  // 2 ms, per round).
-  bool progressed = false;
-
-  void afterRound(Round done) {
-    if (c.monitor.eval_every && periodicSet() && done % c.monitor.eval_every == 0) {
-      accuracy = problem->model->accuracy(engine->node().algorithm().x(), *periodicSet());
-      accuracySamples = periodicSet()->samples();
-    }
-    if (c.node.checkpoint_every && done % c.node.checkpoint_every == 0) checkpoint(done);
-  }
-
-  void checkpoint(Round next) {
-    Bytes body;
-    ByteWriter w(body);
-    serial::putTag(w, kRunStateTag);
-    w.put<std::uint32_t>(id);
-    w.put<std::uint64_t>(next);
-    engine->node().save(w);
-    engine::writeCheckpoint(dir / "checkpoints" / ("ckpt-" + std::to_string(next) + ".gsc"), body);
-    lastCheckpoint = next;
-    lastCheckpointAt = msSince(t0);
-    // Keep the newest node.keep_checkpoints.
-    std::vector<std::pair<Round, fs::path>> all;
-    for (const auto& f : fs::directory_iterator(dir / "checkpoints"))
-      if (f.path().extension() == ".gsc") all.emplace_back(std::stoull(f.path().stem().string().substr(5)), f.path());
-    std::sort(all.rbegin(), all.rend());
-    for (std::size_t k = c.node.keep_checkpoints; k < all.size(); ++k) fs::remove(all[k].second);
-    writeModelFiles(next);
-  }
-
-  void writeModelFiles(Round next) {
-    const auto& x = engine->node().algorithm().x();
-    const auto meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()}, {"layout", "the trainer's flat parameter vector"},
-                                              {"round", next}, {"node", id}, {"incarnation", incarnation}}
-                             : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
-    writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), meta);
-  }
-
-  // Every frame refused anywhere in this node, by reason: the engine's (header, protocol and payload
-  // checks), membership frames refused here, and messages the transport dropped for a wrong number of
-  // parts ("malformed_message"). Returns the map and its total.
-  std::pair<std::map<std::string, std::uint64_t>, std::uint64_t> rejectedByReason() const {
-    auto all = engine->stats().rejected;
-    for (const auto& [reason, n] : membershipRejected) all[reason] += n;
-    for (const auto& [reason, n] : membership->rejected()) all[reason] += n;
-    const auto z = zmq->stats();
-    if (z.malformed_dropped) all["malformed_message"] += z.malformed_dropped;
-    if (z.unlisted_key) all["unlisted_key"] += z.unlisted_key;  // connections, not frames
-    if (z.wrong_key_for_sender) all["wrong_key_for_sender"] += z.wrong_key_for_sender;
-    if (z.inbox_dropped) all["inbox_full"] += z.inbox_dropped;
-    if (z.membership_inbox_dropped) all["membership_inbox_full"] += z.membership_inbox_dropped;
-    std::uint64_t total = 0;
-    for (const auto& [reason, n] : all) total += n;
-    return {std::move(all), total};
-  }
-
-  void writeStatus(std::uint64_t now, bool force) {
-    if (!force && now < nextStatus) return;
-    nextStatus = now + c.monitor.status_every_ms;
-    refreshCluster(now);
-    const auto& st = engine->stats();
-    const auto rejected = rejectedByReason();
-    nlohmann::json j{{"id", id},
-                     {"incarnation", incarnation},
-                     {"state", state},
-                     {"endpoint", advertised},
-                     {"listen", zmq->endpoint()},
-                     {"round", engine->nextRound()},
-                     {"rounds", c.algorithm.rounds},
-                     {"loss", lastLoss},
-                     {"disagreement", std::isfinite(lastDisagreement) ? nlohmann::json(lastDisagreement) : nlohmann::json(nullptr)},
-                     {"gamma", std::isfinite(lastGamma) ? nlohmann::json(lastGamma) : nlohmann::json(nullptr)},
-                     {"drift_warning", drift.warning().empty() ? nlohmann::json(nullptr) : nlohmann::json(drift.warning())},
-                     {"accuracy", accuracy >= 0 ? nlohmann::json(accuracy) : nlohmann::json(nullptr)},
-                     {"accuracy_samples", accuracy >= 0 && accuracySamples ? nlohmann::json(accuracySamples) : nlohmann::json(nullptr)},
-                     {"alive", membership->alive().size()},
-                     {"neighbors", engine->links().size()},
-                     {"bytes_sent", st.model_bytes_sent + st.control_bytes_sent + membershipBytes + statusBytes},
-                     {"model_bytes_sent", st.model_bytes_sent},
-                     {"membership_bytes_sent", membershipBytes.load()},
-                     {"membership_messages_sent", membership->stats().messages_sent},
-                     {"status_bytes_sent", statusBytes},
-                     {"retransmitted", st.retransmitted},
-                     {"messages_missing", st.messages_missing},
-                     {"states_sent", st.states_sent},
-                     {"states_received", st.states_received},
-                     {"compute_seconds", static_cast<double>(st.compute_ns) * 1e-9},
-                     {"rejected", rejected.second},
-                     {"rejected_by_reason", rejected.first},
-                     {"disconnects", zmq->stats().disconnects},
-                     {"suspicions", suspicions},
-                     {"refutations", refutations},
-                     {"deaths", deaths},
-                     {"last_checkpoint", lastCheckpoint},
-                     {"trainer", bridge ? nlohmann::json(bridge->stateName(now)) : nlohmann::json(nullptr)},
-                     {"trainer_rounds", bridge ? bridge->stats().rounds_served : 0},
-                     {"trainer_copy_seconds", bridge ? static_cast<double>(bridge->stats().copy_ns) * 1e-9 : 0.0},
-                     {"seconds", static_cast<double>(now) / 1000.0}};
-    std::string text = j.dump() + "\n";
-    writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
-    if (http) {
-      http->publish("/status", "application/json", std::move(text));
-      http->publish("/metrics", "text/plain; version=0.0.4; charset=utf-8", renderMetrics(metrics(now, rejected.first)));
-    }
-  }
-
-  NodeMetrics metrics(std::uint64_t now, const std::map<std::string, std::uint64_t>& rejected) const {
-    const auto& st = engine->stats();
-    const auto z = zmq->stats();
-    NodeMetrics m;
-    m.id = id;
-    m.incarnation = incarnation;
-    m.state = state;
-    m.endpoint = advertised;
-    m.round = engine->nextRound();
-    m.rounds_configured = c.algorithm.rounds;
-    m.train_loss = lastLoss;
-    if (accuracy >= 0) m.test_accuracy = accuracy;
-    if (std::isfinite(lastDisagreement)) m.disagreement = lastDisagreement;
-    m.drift_warning = !drift.warning().empty();
-    if (bridge)
-      m.trainer = NodeMetrics::Trainer{bridge->stateName(now), bridge->stats().rounds_served,
-                                       static_cast<double>(bridge->stats().copy_ns) * 1e-9};
-    m.alive_members = membership->alive().size();
-    m.neighbors = engine->links().size();
-    std::unique_lock trafficLock(traffic.mutex);
-    for (const auto& [peer, l] : traffic.byPeer)
-      if (peer < kSeedIdBase) m.links.push_back({std::to_string(peer), l.sent, l.received});
-    Traffic::Link unknown = traffic.unknown;  // seed pseudo ids: not a node id
-    for (const auto& [peer, l] : traffic.byPeer)
-      if (peer >= kSeedIdBase) unknown.sent += l.sent, unknown.received += l.received;
-    if (unknown.sent || unknown.received) m.links.push_back({"unknown", unknown.sent, unknown.received});
-    const auto lastHeardMs = traffic.lastHeardMs;
-    trafficLock.unlock();
-    const auto dim = static_cast<double>(engine->node().algorithm().x().size());
-    if (traffic.modelPayloadBytes)
-      m.compression_ratio = static_cast<double>(traffic.modelFrames) * dim * 4.0 / static_cast<double>(traffic.modelPayloadBytes);
-    m.model_bytes_sent = st.model_bytes_sent;
-    m.retransmitted = st.retransmitted;
-    m.messages_missing = st.messages_missing;
-    m.rejected_by_reason = rejected;
-    m.suspicions = suspicions;
-    m.refutations = refutations;
-    m.deaths = deaths;
-    m.disconnects = z.disconnects;
-    m.state_transfers_sent = st.states_sent;
-    m.state_transfers_received = st.states_received;
-    for (const auto& mem : membership->members()) {
-      if (mem.id == id) continue;
-      MemberSample p;
-      p.peer = std::to_string(mem.id);
-      p.up = mem.state == peer::MemberState::Alive || mem.state == peer::MemberState::Suspect;
-      p.suspect = mem.state == peer::MemberState::Suspect;
-      if (auto it = lastHeardMs.find(mem.id); it != lastHeardMs.end())
-        p.last_heard_seconds = static_cast<double>(now - std::min(now, it->second)) / 1000.0;
-      m.members.push_back(std::move(p));
-    }
-    if (graphSummary) {
-      m.self_weight = graphSummary->selfWeight;
-      for (const auto& [peer, weight] : graphSummary->row) m.mixing_weights.emplace_back(std::to_string(peer), weight);
-      m.spectral_gap = graphSummary->spectralGap;
-    }
-    m.round_duration = &roundDurations;
-    m.compute_seconds = static_cast<double>(st.compute_ns) * 1e-9;
-    if (lastCheckpointAt) m.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *lastCheckpointAt)) / 1000.0;
-    m.last_checkpoint_round = lastCheckpoint;
-    m.uptime_seconds = static_cast<double>(now) / 1000.0;
-    return m;
-  }
-
-  // Rejected frames: counted always, logged at most once per peer per minute (a hostile or broken peer
-  // must not flood the log).
-  std::map<PeerId, std::map<std::string, std::uint64_t>> rejectedLogged;
-  std::uint64_t nextRejectLog = 60000;
-  void logRejections(std::uint64_t now) {
-    if (now < nextRejectLog) return;
-    nextRejectLog = now + 60000;
-    for (const auto& [peer, reasons] : engine->stats().rejected_by_peer) {
-      std::string what;
-      std::uint64_t total = 0;
-      for (const auto& [reason, n] : reasons) {
-        const std::uint64_t fresh = n - rejectedLogged[peer][reason];
-        if (!fresh) continue;
-        total += fresh;
-        what += (what.empty() ? "" : ", ") + reason + " " + std::to_string(fresh);
-      }
-      if (total)
-        nodeLog->warn("rejected {} frames from peer {} in the last minute ({})", total, peer, what);
-      rejectedLogged[peer] = reasons;
-    }
-  }
-
-  void progress(std::uint64_t now) {
-    if (now < nextProgress) return;
-    nextProgress = now + c.monitor.progress_every_ms;
-    const auto& st = engine->stats();
-    nodeLog->info("round {}/{}  loss {:.4f}{}  alive {}  neighbors {}  sent {:.2f} MB  [{}{}]", engine->nextRound(),
-                  c.algorithm.rounds, lastLoss, accuracy >= 0 ? fmt::format("  acc {:.1f}%", 100 * accuracy) : "",
-                  membership->alive().size(), engine->links().size(),
-                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6, state,
-                  bridge ? ", trainer " + bridge->stateName(now) : "");
-  }
-
-  // Someone declared this life dead: go on as a new incarnation with the same model and no edges.
-  void rejoinAsNewIncarnation(std::uint64_t now) {
-    nodeLog->warn("declared dead by the cluster; rejoining as incarnation {}", incarnation + 1);
-    noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
-    membership->stop();  // its SendFn reads `incarnation`; makeMembership starts it again with the new life
-    Bytes saved;
-    ByteWriter w(saved);
-    engine->node().save(w);
-    const Round next = engine->inRound() ? engine->mixingRound() : engine->nextRound();
-    // A round the trainer waits for is abandoned with the engine: give it the model as it is.
-    if (bridge) bridge->finishRound(engine->node().algorithm().x(), next, false);
-    writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
-    incarnation += 1;
-    // Rejoin through everyone we knew, not only the configured seeds (the first node has none): alive
-    // members, and those we declared dead ourselves while our network was cut (they may be back).
-    for (const auto& m : membership->members())
-      if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
-    // New connections to everyone (see onMembership): ours may be stuck behind a link that was cut.
-    for (const auto& [peer, endpoint] : std::map(peerDirectory.endpoints)) forgetPeer(peer);  // no other thread runs
-    driver.reset();  // it refers to the engine
-    engine.reset();
-    rejectedLogged.clear();  // the new engine counts from zero
-    etransport = std::make_unique<EngineTransport>(*zmq, traffic);
-    makeEngine();
-    ByteReader r(saved, "node state");
-    engine->node().load(r);
-    engine->dropAllEdges();
-    resumed = true;
-    rejoined = true;
-    resumeRound = next;
-    makeMembership();
-    membership->start();
-    phase = Phase::Joining;
-    state = "joining";
-    phaseSince = now;
-  }
-
-  int run() {
-    if (!engine) {
-      nodeLog->info("stopped before a trainer attached");
-      return 0;
-    }
-    phaseSince = 0;
-    membership->start();
-    bool running = true;
-    std::uint64_t finishDeadline = 0;
-    for (;;) {
-      const std::uint64_t now = msSince(t0);
-      pumpIncoming(now);
-      if (bridge) {
-        bridge->poll(now, &engine->node().algorithm().x(), engine->nextRound());
-        if (std::isfinite(bridge->reportedAccuracy())) {
-          accuracy = bridge->reportedAccuracy();
-          accuracySamples = 0;  // the trainer's own test set, of a size it does not report
-        }
-      }
-      onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
-      if (membership->declaredDead() && phase != Phase::Finishing) rejoinAsNewIncarnation(now);
-      // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals
-      // are answered once the view is installed instead of being refused).
-      if (phase != Phase::Joining) driver->pump(now);
-      switch (phase) {
-        case Phase::Joining:
-          if (gStop) return stop(now, false);
-          stepJoining(now);
-          break;
-        case Phase::Syncing:
-          if (gStop) return stop(now, false);
-          stepSyncing(now);
-          break;
-        case Phase::Training:
-          running = stepTraining(now);
-          if (!running) {
-            if (bridge) bridge->setDone(engine->nextRound());
-            phase = Phase::Finishing;
-            state = gStop ? "stopped" : "done";
-            if (state == "done" && fullTest) {
-              accuracy = problem->model->accuracy(engine->node().algorithm().x(), *fullTest);
-              accuracySamples = fullTest->samples();
-            }
-            checkpoint(engine->nextRound());
-            finishDeadline = now + 2 * c.cluster.link_timeout_ms + c.algorithm.round_timeout_ms;
-            nodeLog->info("{} at round {}; waiting for neighbours to acknowledge the last frames", state,
-                          engine->nextRound());
-          }
-          break;
-        case Phase::Finishing: {
-          // Neighbours still mixing our last round need its frames (retransmitted if lost): leave once
-          // all are acknowledged (replica methods) or a round deadline has passed (stateless).
-          const bool acked = engine->stateless() ? now >= finishDeadline - 2 * c.cluster.link_timeout_ms
-                                                 : engine->unackedFrames() == 0;
-          if (acked || now >= finishDeadline) return stop(now, true);
-          break;
-        }
-      }
-      // A SIGTERM mid-round lets the round finish (bounded), so the checkpoint holds a whole round.
-      if (gStop && !stopAt) stopAt = now;
-      if (gStop && phase == Phase::Training && engine->inRound() && now > stopAt + 2000) return stop(now, false);
-      writeStatus(now, false);
-      gossipStatus(now);
-      progress(now);
-      logRejections(now);
-      if (!std::exchange(progressed, false)) {
-        if (waitingForTrainer)
-          bridge->waitReadable(2);  // the next step is the trainer's: wake on its request
-        else
-          zmq->waitReadable(std::chrono::milliseconds(2));
-      }
-    }
-  }
-
-  std::uint64_t stopAt = 0;  // when the stop signal was first seen (ms)
-
-  int stop(std::uint64_t now, bool checkpointed) {
-    if (!checkpointed && phase == Phase::Training && !engine->inRound()) checkpoint(engine->nextRound());
-    if (state != "done") state = "stopped";
-    membership->leave();
-    // Give the leave announcement a moment on the wire (the transport's linger flushes the rest).
-    const std::uint64_t until = now + 200;
-    while (msSince(t0) < until) {
-      pumpIncoming(msSince(t0));
-      zmq->waitReadable(std::chrono::milliseconds(10));
-    }
-    writeStatus(msSince(t0), true);
-    const auto& st = engine->stats();
-    nodeLog->info("{} at round {}, loss {:.4f}{}, sent {:.2f} MB", state, engine->nextRound(), lastLoss,
-                  accuracy >= 0 ? ", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
-                                      (accuracySamples ? " (" + std::to_string(accuracySamples) + " test samples)" : "")
-                                : "",
-                  static_cast<double>(st.model_bytes_sent + st.control_bytes_sent + membershipBytes) / 1e6);
+int NodeRuntime::Impl::run() {
+  if (!engine) {
+    nodeLog->info("stopped before a trainer attached");
     return 0;
   }
-};
-
-logging::Options loggerOptions(const NodeConfig& node) {
-  return {.level = node.log_level, .levels = node.log_levels, .format = logging::parseFormat(node.log_format),
-          .node = node.id};
+  membership->start();
+  for (;;) {
+    const std::uint64_t now = msSince(t0);
+    pumpIncoming(now);
+    takeAccuracy(now);
+    checkpointWriter->rethrowFailure();  // a write on the background failed: the run ends with its error
+    onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
+    if (membership->declaredDead() && !finished(life.state())) rejoinAsNewIncarnation(now);
+    switch (life.step(now)) {
+      case Lifecycle::Outcome::Continue: break;
+      case Lifecycle::Outcome::Stop: return stop(now, false);
+      case Lifecycle::Outcome::Finished: return stop(now, true);
+    }
+    writeStatus(now, false);
+    statusGossip->gossip(now);
+    report.progress(now, [&] {
+      return NodeReport::Progress{engine->nextRound(), life.record().loss, accuracy, membership->alive().size(),
+                                  engine->links().size(), bytesSent(), life.state(),
+                                  bridge ? std::optional(bridge->stateName(now)) : std::nullopt};
+    });
+    report.rejections(now, engine->stats());
+    if (!life.takeProgress()) {
+      if (trainer && trainer->waiting())
+        bridge->waitReadable(2);  // the next step is the trainer's: wake on its request
+      else
+        zmq->waitReadable(std::chrono::milliseconds(2));
+    }
+  }
 }
 
-NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers) {
-  if (!loggers) loggers = std::make_shared<logging::Loggers>(loggerOptions(config.node));
-  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers));
+int NodeRuntime::Impl::stop(std::uint64_t now, bool checkpointed) {
+  if (!checkpointed && life.state() == NodeState::Training && !engine->inRound()) checkpoint(engine->nextRound());
+  life.markStopped();
+  membership->leave();
+  // Give the leave announcement a moment on the wire (the transport's linger flushes the rest).
+  const std::uint64_t until = now + 200;
+  while (msSince(t0) < until) {
+    pumpIncoming(msSince(t0));
+    zmq->waitReadable(std::chrono::milliseconds(10));
+  }
+  checkpointWriter->drain();  // the last checkpoint and model files are on disk before we say so
+  writeStatus(msSince(t0), true);
+  nodeLog->info("{} at round {}, loss {:.4f}{}, sent {:.2f} MB", nodeStateName(life.state()), engine->nextRound(),
+                life.record().loss,
+                accuracy >= 0 ? ", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
+                                    (accuracySamples ? " (" + std::to_string(accuracySamples) + " test samples)" : "")
+                              : "",
+                static_cast<double>(bytesSent()) / 1e6);
+  return 0;
 }
-NodeRuntime::~NodeRuntime() = default;
-int NodeRuntime::run() { return impl_->run(); }
 
 }  // namespace gossip::daemon

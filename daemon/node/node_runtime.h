@@ -1,13 +1,17 @@
 #pragma once
 // NodeRuntime: one `gossipd run` process (DESIGN.md §1, §4, §5). It owns the node's data shard, its
-// NodeEngine in linked mode, the ZeroMQ transport and the SWIM membership, and drives them from one
-// thread:
+// NodeEngine in linked mode, the ZeroMQ transport and the SWIM membership. The node thread runs the loop
+// (membership probes and acks have their own thread, checkpoint writes and periodic evaluations a
+// background worker: docs/daemon.md, "Threads"):
 //
-//   loop: frames in (membership frames to the membership, the rest to the engine)
-//         -> membership timers -> view changes to the engine (edges proposed, closed, dropped)
+//   loop: frames in (model frames to the engine, status frames to the status gossip)
+//         -> membership events -> view changes to the engine (edges proposed, closed, dropped)
 //         -> engine timers (retransmits, proposals) -> begin or end a round when the engine says it can
-//         -> checkpoints, evaluation, status file, progress line
+//         -> after a round: a checkpoint and an evaluation handed to the background worker
+//         -> status file and pages, status gossip, progress line
 //         -> sleep in zmq_poll until a frame arrives or the next timer is due
+//
+// The parts live in their own files in daemon/node/ (node_runtime_impl.h lists them).
 //
 // Life of a node:
 //   starting   joins through the seeds; a first-start member of the cluster waits until it knows

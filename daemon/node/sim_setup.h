@@ -33,7 +33,7 @@ struct SimProblem {
 };
 
 // What one daemon keeps: its own training rows and, with keep_test, the whole test set (it evaluates its
-// last model on all of it; the periodic evaluations take a head, daemon/node/node_runtime.cc).
+// last model on all of it; the periodic evaluations take a head, daemon/node/node_build.cc).
 struct OneNode {
   PeerId id = 0;
   bool keep_test = true;

@@ -1,0 +1,122 @@
+#pragma once
+// The node's checkpoints on disk: data_dir/checkpoints/ckpt-<round>.gsc (engine/checkpoint.h's container
+// around a run-state body) and, beside each, the model files a user loads (model.npy, model.json,
+// daemon/node/model_out.h).
+//
+//   CheckpointStore   names, listing (newest first), load-the-newest-that-verifies, write + rotation (the
+//                     newest node.keep_checkpoints stay). Synchronous; no state but the directory.
+//   CheckpointWriter  the node's writes off its thread: the node thread hands over bytes it serialized
+//                     (the state changes next round, so the copy is needed), a Background (background.h)
+//                     writes, fsyncs, rotates and writes the model files. At most one checkpoint waits
+//                     beside the one being written; a newer one replaces a waiting older one (LatestOnly).
+//
+// The run-state body: tag "GRUN", u32 node id, u64 the round it continues at, the node's state
+// (algo::Node::save). A file from another node, or one whose container or body does not verify, is
+// skipped with a warning and the next older one is tried.
+//
+// Threading: CheckpointStore's methods may run on any one thread at a time; the daemon lists and loads on
+// the node thread before the writer exists and writes only on the Background's worker afterwards (the
+// writer's drain() orders the two when the node thread reads the directory again). CheckpointWriter:
+// submit(), written(), rethrowFailure() and drain() on the node thread; the write itself on the worker;
+// what both touch (the last written round and time, a write's error) sits behind the writer's mutex.
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/bytes.h"
+#include "core/serial.h"
+#include "core/types.h"
+#include "daemon/log/log.h"
+#include "daemon/node/background.h"
+
+namespace gossip::daemon {
+
+class CheckpointStore {
+ public:
+  // `dir` is data_dir/checkpoints (created by the caller). keep >= 1 files stay after a write.
+  CheckpointStore(std::filesystem::path dir, std::size_t keep, logging::Logger log);
+
+  static std::string fileName(Round next);  // "ckpt-<next>.gsc"
+  // The round a checkpoint file's name carries; none unless the name is exactly ckpt-<decimal>.gsc and
+  // the number fits a Round.
+  static std::optional<Round> roundOf(const std::filesystem::path& file);
+
+  // The checkpoint files, newest first. A *.gsc whose name is not ckpt-<round>.gsc (a user's copy, say)
+  // is skipped and logged once per name.
+  std::vector<std::pair<Round, std::filesystem::path>> list() const;
+  bool empty() const { return list().empty(); }
+
+  // Tries the files newest first: the container must verify and the body must be a run state of node
+  // `id`; `load` then reads the node's state (and may throw to refuse it). Returns the round the first
+  // accepted file continues at; none when no file was accepted.
+  std::optional<Round> loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const;
+
+  // Writes ckpt-<next>.gsc atomically and durably, then removes all but the newest `keep`.
+  void write(Round next, std::span<const std::byte> body) const;
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::size_t keep_;
+  logging::Logger log_;
+  mutable std::mutex strayMutex_;          // guards strayLogged_ (list() may run on either thread)
+  mutable std::set<std::string> strayLogged_;
+};
+
+// The body of a run-state checkpoint; `save` writes the node's state (algo::Node::save).
+Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save);
+
+// One checkpoint, serialized on the node thread: what the worker writes.
+struct CheckpointJob {
+  Round next = 0;
+  Bytes body;                   // runStateBody
+  std::vector<double> model;    // x, for model.npy
+  nlohmann::json meta;          // model.json (daemon/node/model_meta.h)
+};
+
+class CheckpointWriter {
+ public:
+  // Model files go to modelDir (data_dir). nowMs stamps each finished write (the node's clock, for
+  // gossipd_checkpoint_age_seconds); it is called on the worker.
+  CheckpointWriter(const CheckpointStore& store, std::filesystem::path modelDir, Background& background,
+                   std::function<std::uint64_t()> nowMs, logging::Logger log);
+  ~CheckpointWriter();  // drains the Background: a queued write finishes before the writer goes
+
+  void submit(CheckpointJob job);
+  // Returns once every submitted checkpoint is on disk (or failed); then rethrows a failure.
+  void drain();
+  // An error of a write on the worker (IoError: disk full, ...), rethrown on the node thread once.
+  void rethrowFailure();
+
+  struct Written {
+    Round round = 0;                     // the round the newest written checkpoint continues at (0: none)
+    std::optional<std::uint64_t> atMs;   // when it was written (nowMs); none before this process wrote one
+  };
+  Written written() const;
+
+ private:
+  void write(CheckpointJob& job);
+
+  const CheckpointStore& store_;
+  std::filesystem::path modelDir_;
+  Background& background_;
+  std::function<std::uint64_t()> nowMs_;
+  logging::Logger log_;
+  mutable std::mutex mutex_;  // guards written_ and failure_
+  Written written_;
+  std::exception_ptr failure_;
+  LatestOnly<CheckpointJob> queue_;  // last: its tasks use the fields above
+};
+
+}  // namespace gossip::daemon

@@ -1,0 +1,162 @@
+#include "daemon/node/lifecycle.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace gossip::daemon {
+
+Lifecycle::Lifecycle(const Config& c, PeerId id, logging::Logger log, const std::atomic<bool>& stop, Hooks hooks)
+    : c_(c), id_(id), log_(std::move(log)), stop_(stop), hooks_(std::move(hooks)) {}
+
+void Lifecycle::resumeAt(Round next) {
+  resumed_ = true;
+  resumeRound_ = next;
+}
+
+void Lifecycle::rejoined(Round next, std::uint64_t now) {
+  resumed_ = true;
+  rejoined_ = true;
+  resumeRound_ = next;
+  state_ = NodeState::Joining;
+  since_ = now;
+}
+
+bool Lifecycle::lateStarter() const { return resumed_ || p_.incarnation > 0 || id_ >= c_.cluster.nodes; }
+
+Lifecycle::Outcome Lifecycle::step(std::uint64_t now) {
+  // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals are
+  // answered once the view is installed instead of being refused).
+  if (state_ != NodeState::Joining) p_.driver->pump(now);
+  switch (state_) {
+    case NodeState::Joining:
+      if (stop_) return Outcome::Stop;
+      stepJoining(now);
+      break;
+    case NodeState::Syncing:
+      if (stop_) return Outcome::Stop;
+      stepSyncing(now);
+      break;
+    case NodeState::Training:
+      if (!stepTraining(now)) beginFinishing(now);
+      break;
+    case NodeState::Stopped:
+    case NodeState::Done: {
+      // Neighbours still mixing our last round need its frames (retransmitted if lost): leave once all
+      // are acknowledged (replica methods) or a round deadline has passed (stateless).
+      const bool acked = p_.engine->stateless() ? now >= finishDeadline_ - 2 * c_.cluster.link_timeout_ms
+                                                : p_.engine->unackedFrames() == 0;
+      if (acked || now >= finishDeadline_) return Outcome::Finished;
+      break;
+    }
+  }
+  // A SIGTERM mid-round lets the round finish (bounded), so the checkpoint holds a whole round.
+  if (stop_ && !stopAt_) stopAt_ = now;
+  if (stop_ && state_ == NodeState::Training && p_.engine->inRound() && now > stopAt_ + 2000) return Outcome::Stop;
+  return Outcome::Continue;
+}
+
+void Lifecycle::startTraining(Round first, std::uint64_t now) {
+  state_ = NodeState::Training;
+  p_.engine->setMembers(p_.membership->alive(), first, now);
+  p_.engine->holdEdges(false, now);
+  log_->info("training from round {} with {} members", first, p_.membership->alive().size());
+}
+
+void Lifecycle::stepJoining(std::uint64_t now) {
+  if (!p_.membership->joined()) return;
+  const auto alive = p_.membership->alive();
+  const bool full = alive.size() >= c_.cluster.nodes;
+  if (!full && now < since_ + c_.cluster.start_timeout_ms && !lateStarter()) return;
+  if (!lateStarter()) return startTraining(0, now);
+  // A restarted or late node asks a neighbour of its view for the current model and round; it agrees to
+  // no edge before it has them (it would be asked to mix rounds it has not reached).
+  auto& e = *p_.engine;
+  e.holdEdges(true, now);
+  e.setMembers(alive, resumed_ ? resumeRound_ : 0, now);
+  const auto& nbrs = e.viewNeighbors();
+  if (nbrs.empty()) {
+    e.holdEdges(false, now);
+    return startTraining(resumed_ ? resumeRound_ : 0, now);
+  }
+  e.requestState(nbrs.front(), e.nextRound());
+  stateAskedAt_ = now;
+  state_ = NodeState::Syncing;
+  since_ = now;
+}
+
+void Lifecycle::stepSyncing(std::uint64_t now) {
+  auto& e = *p_.engine;
+  if (auto r = e.takeStateRound()) {
+    // A restarted or new node takes the neighbour's round with its model (DESIGN.md §4: linked nodes stay
+    // within a round of each other): its own, from a checkpoint, is behind. A node that was declared dead
+    // while it ran on (a cut link, a partition) keeps the lower of the two rounds: the side that was cut
+    // off trains alone, faster, and whoever took its round would wait for neighbours far behind
+    // (tests/netns/netns_cut.sh: node 0 rejoined with the cut-off node's round 107400 while its other
+    // neighbours were at 9909, and stopped). The cut-off node itself rejoins too and so comes back down.
+    const Round next = rejoined_ ? std::min(*r, resumeRound_) : *r;
+    if (p_.trainer) p_.trainer->bridge().modelChanged();  // the neighbour's model replaced ours
+    log_->info("state transfer done, continuing at round {}", next);
+    return startTraining(next, now);
+  }
+  if (now > stateAskedAt_ + 500) {
+    // The neighbour may not know us yet (our join is still spreading): ask again, maybe another one.
+    const auto& nbrs = e.viewNeighbors();
+    if (!nbrs.empty()) e.requestState(nbrs[(now / 500) % nbrs.size()], e.nextRound());
+    stateAskedAt_ = now;
+  }
+  if (now > since_ + 5000) {
+    log_->warn("no state transfer within 5 s, starting from its own model");
+    startTraining(resumed_ ? resumeRound_ : 0, now);
+  }
+}
+
+// Returns false when the run is over. The driver (engine/round_driver.h, set up by the runtime) decides
+// when a round begins and ends; this does the node's work around what it reports.
+bool Lifecycle::stepTraining(std::uint64_t now) {
+  auto& e = *p_.engine;
+  if (!e.inRound() && stop_) return false;
+  const engine::RoundStep s = p_.driver->step(now);
+  switch (s.event) {
+    case engine::RoundEvent::Finished:
+      return false;
+    case engine::RoundEvent::Waiting:
+      return true;
+    case engine::RoundEvent::Began:
+      roundBeganAt_ = std::chrono::steady_clock::now();
+      progressed_ = true;
+      return true;
+    case engine::RoundEvent::Ended:
+      break;
+  }
+  const Round t = s.round;
+  if (p_.trainer && !p_.trainer->bridge().finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c_.algorithm.rounds))
+    p_.trainer->bridge().modelChanged();  // a round the trainer did not see
+  auto& r = record_;
+  r.durations.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - roundBeganAt_).count());
+  r.loss = e.node().lastLoss();
+  r.disagreement = e.node().disagreement();
+  const double gamma = e.node().algorithm().consensusStep();
+  if (gamma != r.gamma && std::isfinite(gamma) && std::isfinite(r.gamma)) {  // CHOCO halved its step
+    log_->info("consensus step gamma {:.6g} -> {:.6g} at round {} (this node's disagreement kept growing)", r.gamma,
+               gamma, t + 1);
+  }
+  r.gamma = gamma;
+  if (const auto w = r.drift.afterRound(t + 1, r.disagreement, e.node().algorithm().x())) {
+    log_->warn("warning: {}", *w);  // "warning: " kept: tests/integration/drift_warning.sh counts the lines
+  }
+  log_->debug("round {} mixed: loss {:.4f}, disagreement {:.4g}", t + 1, r.loss, r.disagreement);
+  hooks_.afterRound(t + 1);
+  progressed_ = true;
+  return true;
+}
+
+void Lifecycle::beginFinishing(std::uint64_t now) {
+  auto& e = *p_.engine;
+  if (p_.trainer) p_.trainer->bridge().setDone(e.nextRound());
+  state_ = stop_ ? NodeState::Stopped : NodeState::Done;
+  hooks_.finish(state_);
+  finishDeadline_ = now + 2 * c_.cluster.link_timeout_ms + c_.algorithm.round_timeout_ms;
+  log_->info("{} at round {}; waiting for neighbours to acknowledge the last frames", nodeStateName(state_), e.nextRound());
+}
+
+}  // namespace gossip::daemon

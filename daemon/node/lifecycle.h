@@ -1,0 +1,120 @@
+#pragma once
+// Lifecycle: the node's phases (daemon/node/node_runtime.h, "Life of a node"; docs/daemon.md):
+//
+//   Joining ──(cluster.nodes members known, or start_timeout; a first start)──────────> Training
+//      │ (a restart, a late joiner, a rejoin: ask a neighbour for the model and round)      │
+//      └──> Syncing ──(state received, or 5 s)──────────────────────────────────────────────┤
+//                                                         (last round, or SIGTERM) ─> Done | Stopped
+//   Done | Stopped: the last checkpoint is written, the node waits until its last frames are acknowledged
+//   (or a deadline), then leaves. A SIGTERM while joining or syncing leaves at once.
+//
+// The state is one NodeState (daemon/monitor/node_state.h): the same value names the phase, status.json's
+// "state", gossipd_state's label and the byte status gossip carries.
+//
+// The lifecycle decides; the runtime owns and wires the parts (the engine and its round driver, the
+// membership runner, the trainer) and does the work it asks for through Hooks (evaluations and
+// checkpoints after a round, the last checkpoint). A rejoin rebuilds the engine, which is wiring: the
+// runtime does it and calls rejoined() here, then attach() with the new parts.
+//
+// Threading: node thread only. The stop flag is an atomic set by the signal handler.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <utility>
+
+#include "daemon/config/config.h"
+#include "daemon/log/log.h"
+#include "daemon/monitor/drift_watch.h"
+#include "daemon/monitor/metrics.h"
+#include "daemon/monitor/node_state.h"
+#include "daemon/node/membership_runner.h"
+#include "daemon/node/trainer_input.h"
+#include "engine/node_engine.h"
+#include "engine/round_driver.h"
+
+namespace gossip::daemon {
+
+// What the node's rounds left behind, for status and progress lines.
+struct RoundRecord {
+  double loss = 0;
+  double disagreement = std::numeric_limits<double>::quiet_NaN();  // NaN until a round mixed
+  double gamma = std::numeric_limits<double>::quiet_NaN();  // CHOCO's consensus step after the last round (algorithms/choco.h)
+  DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/monitor/drift_watch.h)
+  Histogram durations{std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets))};
+};
+
+class Lifecycle {
+ public:
+  // The parts it drives, owned by the runtime; set again after a rejoin replaced the engine and driver.
+  struct Parts {
+    engine::NodeEngine* engine = nullptr;
+    engine::RoundDriver* driver = nullptr;
+    MembershipRunner* membership = nullptr;
+    TrainerInput* trainer = nullptr;  // trainer.enable only
+    Incarnation incarnation = 0;
+  };
+  struct Hooks {
+    std::function<void(Round done)> afterRound;  // evaluation, checkpoint every so many rounds
+    std::function<void(NodeState end)> finish;   // Done or Stopped: the last evaluation and checkpoint
+  };
+  enum class Outcome {
+    Continue,
+    Stop,      // leave now (a stop signal before training, or a round that would not end)
+    Finished,  // the last checkpoint is written and the neighbours acknowledged: leave
+  };
+
+  Lifecycle(const Config& c, PeerId id, logging::Logger log, const std::atomic<bool>& stop, Hooks hooks);
+  void attach(const Parts& parts) { p_ = parts; }
+
+  // A checkpoint was loaded: the node continues at `next` once it has synced.
+  void resumeAt(Round next);
+  // Declared dead, now a new life (the runtime rebuilt the engine): join again, keeping `next` (the
+  // lower of it and the neighbour's round is taken when syncing).
+  void rejoined(Round next, std::uint64_t now);
+
+  // One pass of the node's loop: the engine's timers, then the phase's step.
+  Outcome step(std::uint64_t now);
+  // The node is leaving before Done: Stopped.
+  void markStopped() {
+    if (state_ != NodeState::Done) state_ = NodeState::Stopped;
+  }
+
+  NodeState state() const { return state_; }
+  bool resumed() const { return resumed_; }
+  Round resumeRound() const { return resumeRound_; }
+  const RoundRecord& record() const { return record_; }
+  // Whether a round began or ended since the last call: the loop then goes round again at once instead of
+  // sleeping (sleeping there cost up to the poll period, 2 ms, per round).
+  bool takeProgress() { return std::exchange(progressed_, false); }
+
+ private:
+  bool lateStarter() const;
+  void startTraining(Round first, std::uint64_t now);
+  void stepJoining(std::uint64_t now);
+  void stepSyncing(std::uint64_t now);
+  bool stepTraining(std::uint64_t now);
+  void beginFinishing(std::uint64_t now);
+
+  const Config& c_;
+  const PeerId id_;
+  logging::Logger log_;
+  const std::atomic<bool>& stop_;
+  Hooks hooks_;
+  Parts p_;
+  NodeState state_ = NodeState::Joining;
+  std::uint64_t since_ = 0;       // when the phase began (ms)
+  std::uint64_t stateAskedAt_ = 0;
+  bool resumed_ = false;          // loaded a checkpoint (or rejoined)
+  bool rejoined_ = false;         // declared dead while running on, now a new incarnation
+  Round resumeRound_ = 0;
+  std::uint64_t finishDeadline_ = 0;
+  std::uint64_t stopAt_ = 0;      // when the stop signal was first seen (ms)
+  bool progressed_ = false;
+  std::chrono::steady_clock::time_point roundBeganAt_{};
+  RoundRecord record_;
+};
+
+}  // namespace gossip::daemon

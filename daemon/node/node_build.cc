@@ -1,0 +1,203 @@
+// NodeRuntime::Impl's construction (node_runtime_impl.h says how the node is split and who touches what).
+#include <algorithm>
+#include <fstream>
+
+#include "core/error.h"
+#include "daemon/config/advertise.h"
+#include "daemon/config/http_address.h"
+#include "daemon/monitor/dashboard.h"
+#include "daemon/node/node_runtime_impl.h"
+#include "membership/membership.h"
+#include "sim/simulator.h"
+#include "training/smoothness.h"
+
+namespace gossip::daemon {
+namespace fs = std::filesystem;
+using detail::msSince;
+using detail::writeTextAtomic;
+
+NodeRuntime::Impl::~Impl() {
+  if (membership) membership->stop();
+  background->drain();  // its tasks read the writer, the evaluation and the test set
+}
+
+NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs)
+    : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
+  // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
+  std::error_code ec;
+  fs::create_directories(dir / "checkpoints", ec);
+  if (ec) throw ConfigError("node.data_dir: cannot create '" + (dir / "checkpoints").string() + "': " + ec.message());
+  peer::ZmqOptions zo;
+  zo.link_bytes_per_second = c.faults.link_mbit * 1e6 / 8;
+  if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, id));
+  zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen, zo);
+  if (c.security.enable)
+    nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused", zo.curve->allowed.size());
+  advertised = advertisedEndpoint(c.node, zmq->endpoint());
+  // Published at once: a launcher starts the other nodes with this address while we load our data
+  // (their joins are retried with backoff until our membership runs).
+  writeTextAtomic(dir / "endpoint", advertised + "\n");
+  // Bound now (a port in use fails before the data is loaded); serves once the pages exist, below.
+  if (!c.node.http.empty()) {
+    const auto addr = parseHttpAddress(c.node.http);
+    if (!addr) throw ConfigError("node.http: cannot parse '" + c.node.http + "' (expected HOST:PORT)");
+    http = std::make_unique<HttpServer>(*addr, loggers->get("http"));
+  }
+  readIncarnation();
+  if (c.trainer.enable) {
+    trainer = std::make_unique<TrainerInput>(c, id, incarnation, dir, *loggers, [this] { return msSince(t0); }, detail::stopRequested());
+    bridge = &trainer->bridge();
+    // Stopped before any trainer gave the first model: run() exits at once.
+    if (!trainer->start(!checkpoints.empty())) return;
+  } else {
+    setupData();
+  }
+  links = std::make_unique<PeerLinks>(id, incarnation, *zmq, memberLog);
+  statusGossip = std::make_unique<StatusGossip>(c, id, *links, http.get());
+  statusGossip->setIncarnation(incarnation);
+  makeEngine();
+  loadNewestCheckpoint();
+  checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return msSince(t0); }, nodeLog);
+  if (trainer) {
+    if (trainer->placeholder() && !life.resumed()) {  // no checkpoint could be read after all: take a trainer's model
+      if (!trainer->waitForModel()) {
+        driver.reset();  // it refers to the engine
+        engine.reset();
+        return;
+      }
+      makeEngine();
+    }
+    trainer->ready(engine->node().algorithm().x(), life.resumed() ? life.resumeRound() : 0);
+  }
+  makeMembership();
+  if (http) {
+    writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
+    http->publish("/loglevel", "application/json", loggers->levelsJson() + "\n");
+    http->onPut("/loglevel", [this](std::string_view query) { return putLogLevel(query); });
+    http->start();
+    publishDashboard(*http);
+    writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
+  }
+  nodeLog->info("incarnation {} listening on {}{}{}{}", incarnation, zmq->endpoint(),
+                advertised != zmq->endpoint() ? " as " + advertised : "", http ? ", http " + http->url() : "",
+                life.resumed() ? ", resumed at round " + std::to_string(life.resumeRound()) : "");
+}
+
+// PUT /loglevel?level=L[&logger=NAME] (docs/daemon.md#logging), on the HTTP server's thread: the
+// loggers' levels are atomics and the Loggers object is otherwise immutable, so no lock is needed.
+HttpServer::Answer NodeRuntime::Impl::putLogLevel(std::string_view query) {
+  const auto a = logging::applyLevelRequest(*loggers, query);
+  if (a.status != 200) return {a.status, a.body};
+  http->publish("/loglevel", "application/json", a.body);
+  nodeLog->info("log levels set by PUT /loglevel?{}: {}", query, loggers->levelsJson());
+  return {a.status, a.body};
+}
+
+void NodeRuntime::Impl::setupData() {
+  // Shards are cut for max(cluster.nodes, id + 1) nodes, as `sim` does for joiners: a late joiner with
+  // an id beyond the starting cluster still gets a shard of its own. Only this node's rows are kept
+  // (IDX files are streamed: the whole training set is never in memory).
+  Config pc = c;
+  pc.cluster.nodes = std::max<std::uint32_t>(c.cluster.nodes, id + 1);
+  const OneNode only{.id = id, .keep_test = c.monitor.eval_every > 0};
+  problem = buildSimProblem(pc, &only);
+  if (const auto& a = problem->auto_step) {
+    // Every daemon computes the same number from the shared data (daemon/node/sim_setup.cc, agreeOnStep).
+    nodeLog->info("automatic step lr = {:.6g} ({}; the largest L over the {} nodes' shards: {:.6g} for the "
+                  "whole local objective, {:.6g} per sample)",
+                  a->lr, training::autoStepRule(c.algorithm.estimator), a->nodes, a->agreed.full, a->agreed.sample);
+  }
+  if (problem->test) {
+    fullTest = std::move(*problem->test);
+    const std::size_t head = c.monitor.eval_test_max;
+    if (head != 0 && head < fullTest->samples()) evalSet = training::headOf(*fullTest, head);
+  }
+  problem->test.reset();
+  problem->setup.test = nullptr;
+  if (c.monitor.eval_every && periodicSet())
+    evaluation = std::make_unique<PeriodicEvaluation>(*problem->model, *periodicSet(), *background);
+}
+
+void NodeRuntime::Impl::readIncarnation() {
+  const fs::path f = dir / "incarnation";
+  if (fs::exists(f)) {
+    std::ifstream in(f);
+    unsigned long long prev = 0;
+    if (!(in >> prev)) throw DataError("'" + f.string() + "' does not hold a number");
+    incarnation = prev + 1;
+  }
+  writeTextAtomic(f, std::to_string(incarnation) + "\n");
+}
+
+void NodeRuntime::Impl::makeEngine() {
+  driver.reset();  // it refers to the engine being replaced
+  auto node = trainer ? trainer->makeNode(incarnation) : sim::makeNode(problem->setup, id, incarnation);
+  engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), links->engineTransport());
+  engine::LinkOptions lo;
+  lo.topology = topologyParams(c.cluster);
+  lo.hello_timeout_ms = c.cluster.link_timeout_ms;
+  lo.retransmit_ms = std::max<std::uint64_t>(50, c.cluster.probe_interval_ms);
+  engine->enableLinks(lo);
+  // Replica methods begin a round only once every edge the view wants is agreed, in every round and for
+  // every life, not only at a cluster's round 0: a node that began while an edge was still being agreed
+  // ran its rounds alone at compute speed (a node rejoining after a healed 4/4 partition went from round
+  // 31370 to the last, 40000, in under 2 s and left; tests/netns/netns_split.sh). Waiting is bounded: an
+  // edge to a member that died goes with the member.
+  driver = std::make_unique<engine::RoundDriver>(
+      *engine,
+      engine::RoundDriverOptions{.rounds = c.algorithm.rounds,
+                                 .barrier = engine::StartBarrier::EveryRound,
+                                 .roundTimeoutMs = c.algorithm.round_timeout_ms},
+      [this](Round t, std::uint64_t now) { return !trainer || trainer->input(*engine, t, now); });
+  life.attach({engine.get(), driver.get(), membership.get(), trainer.get(), incarnation});
+}
+
+void NodeRuntime::Impl::loadNewestCheckpoint() {
+  const auto next = checkpoints.loadNewest(id, [this](ByteReader& r) { engine->node().load(r); });
+  if (!next) return;
+  // The edges were with the previous life's neighbours, who drop theirs when they see our new
+  // incarnation: keep the model, drop the edges (and with them the dual shares).
+  engine->dropAllEdges();
+  life.resumeAt(*next);
+}
+
+void NodeRuntime::Impl::makeMembership() {
+  peer::MemberInfo self;
+  self.id = id;
+  self.incarnation = incarnation;
+  self.endpoint = advertised;
+  peer::MembershipOptions mo;
+  mo.probe_interval = std::chrono::milliseconds(c.cluster.probe_interval_ms);
+  mo.probe_timeout = std::chrono::milliseconds(c.cluster.probe_timeout_ms);
+  mo.indirect_probes = c.cluster.indirect_probes;
+  mo.suspicion_mult = c.cluster.suspicion_mult;
+  mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
+  std::vector<std::string> seeds;
+  for (const auto& s : c.cluster.seeds)
+    if (s != zmq->endpoint() && s != advertised) seeds.push_back(s);  // a seed list may name this node
+  for (const auto& s : extraSeeds)
+    if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
+  auto m = std::make_unique<peer::Membership>(
+      self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { links->sendMembership(to, ep, std::move(payload)); },
+      deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));
+  if (membership) return membership->restart(std::move(m));  // a rejoin: same runner, new life
+  MembershipRunner::Hooks hooks;
+  hooks.frame = [this](const engine::RawFrame& f) { links->countReceived(f, msSince(t0)); };
+  hooks.changed = [this](const auto& events, const auto& table) { links->followMembers(events, table); };
+  membership = std::make_unique<MembershipRunner>(std::move(m), *zmq, std::move(hooks), mo.probe_timeout / 2);
+  statusGossip->attach(*membership);
+  life.attach({engine.get(), driver.get(), membership.get(), trainer.get(), incarnation});
+}
+
+logging::Options loggerOptions(const NodeConfig& node) {
+  return {.level = node.log_level, .levels = node.log_levels, .format = logging::parseFormat(node.log_format),
+          .node = node.id};
+}
+
+NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers) {
+  if (!loggers) loggers = std::make_shared<logging::Loggers>(loggerOptions(config.node));
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers));
+}
+NodeRuntime::~NodeRuntime() = default;
+
+}  // namespace gossip::daemon

@@ -1,0 +1,130 @@
+#pragma once
+// NodeRuntime::Impl, the node's parts and the methods that wire and run them, split over two files by
+// job: node_build.cc builds the parts in order (cheap checks first) and rebuilds the engine and the
+// membership for a rejoin; node_runtime.cc runs the loop, the work after a round, the status tick, the
+// rejoin and the stop. Private to those two files. Each part lives in its own file, which says at its
+// top what it owns and which threads touch it:
+//   lifecycle.h        the phases (joining, syncing, training, done/stopped) and the work around a round
+//   peer_links.h       transport destinations, traffic by peer, membership frames out, frames in routed
+//   checkpoint_store.h checkpoint files, and their writes on the background worker (background.h)
+//   evaluation.h       periodic test-set evaluations on the background worker
+//   node_status.h      one snapshot per status tick -> status.json, /status, /metrics
+//   status_gossip.h    the summary table gossiped for /cluster, events, the view graph's summary
+//   node_report.h      member events, refused frames and progress in the log
+//   trainer_input.h    trainer mode: the bridge and each round's input
+//
+// Threads (docs/daemon.md, "Threads"). The node thread runs run(). Checkpoint writes and periodic
+// evaluations go to the background worker. The membership thread (MembershipRunner,
+// daemon/node/membership_runner.h) owns the peer::Membership and calls into PeerLinks (peer_links.h lists
+// the fields both threads touch and their guards); of the fields below it reads c, id, advertised, zmq
+// and t0, set before it starts and never written after. incarnation is written only in
+// rejoinAsNewIncarnation, with the membership thread stopped. The HTTP server's thread calls putLogLevel
+// (the loggers' levels are atomics). Everything else here is the node thread's. Lock order: the runner's
+// mutex, then PeerLinks' (one at a time), then the transport's own.
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/monitor/http_server.h"
+#include "daemon/node/background.h"
+#include "daemon/node/checkpoint_store.h"
+#include "daemon/node/evaluation.h"
+#include "daemon/node/lifecycle.h"
+#include "daemon/node/membership_runner.h"
+#include "daemon/node/model_out.h"
+#include "daemon/node/node_report.h"
+#include "daemon/node/node_runtime.h"
+#include "daemon/node/peer_links.h"
+#include "daemon/node/sim_setup.h"
+#include "daemon/node/status_gossip.h"
+#include "daemon/node/trainer_input.h"
+#include "engine/node_engine.h"
+#include "engine/round_driver.h"
+#include "transport/zmq/zmq_transport.h"
+
+namespace gossip::daemon {
+
+namespace detail {
+using Clock = std::chrono::steady_clock;
+// Set by the SIGTERM/SIGINT handler (installStopSignals), read by the node thread.
+const std::atomic<bool>& stopRequested();
+inline std::uint64_t msSince(Clock::time_point t0) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
+}
+inline void writeTextAtomic(const std::filesystem::path& path, const std::string& text, bool durable = true) {
+  writeFileAtomic(path, std::as_bytes(std::span(text)), durable);
+}
+}  // namespace detail
+
+struct NodeRuntime::Impl {
+  using Clock = detail::Clock;
+  // Declared in the order they are built; members that others point to come first, so that they go last.
+  Config c;
+  PeerId id;
+  std::filesystem::path dir;
+  Incarnation incarnation = 0;
+  std::shared_ptr<logging::Loggers> loggers;
+  logging::Logger nodeLog = loggers->get("node");
+  logging::Logger memberLog = loggers->get("membership");
+  Clock::time_point t0 = Clock::now();
+  std::unique_ptr<SimProblem> problem;
+  // The periodic evaluations use the first monitor.eval_test_max test rows (cheap, every eval_every
+  // rounds); the last round's model is evaluated once on the whole test set, the number a user of this
+  // node's model gets (issue 12: the head alone made single nodes look better or worse than they are).
+  std::optional<training::Dataset> evalSet;   // the head, when it is shorter than the whole set
+  std::optional<training::Dataset> fullTest;  // the whole test set
+  const training::Dataset* periodicSet() const { return evalSet ? &*evalSet : fullTest ? &*fullTest : nullptr; }
+  double accuracy = -1;
+  std::size_t accuracySamples = 0;  // test rows behind `accuracy`
+  // Checkpoint writes and periodic evaluations run here, off the rounds. Drained before the fields its
+  // tasks read go (~Impl), before a rejoin, before the final evaluation and before the process ends.
+  std::unique_ptr<Background> background = std::make_unique<ThreadBackground>();
+  CheckpointStore checkpoints{dir / "checkpoints", c.node.keep_checkpoints, nodeLog};
+  std::unique_ptr<CheckpointWriter> checkpointWriter;  // once the newest checkpoint was loaded
+  std::unique_ptr<PeriodicEvaluation> evaluation;      // with monitor.eval_every and a test set
+  std::unique_ptr<peer::ZmqTransport> zmq;
+  std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)
+  std::unique_ptr<HttpServer> http;
+  std::unique_ptr<PeerLinks> links;
+  std::unique_ptr<StatusGossip> statusGossip;
+  std::unique_ptr<TrainerInput> trainer;  // trainer.enable (docs/trainer.md)
+  TrainerBridge* bridge = nullptr;        // trainer->bridge(), or none
+  std::unique_ptr<engine::NodeEngine> engine;
+  std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
+  std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
+  std::vector<std::string> extraSeeds;           // members known before a rejoin
+  NodeReport report{c, nodeLog, memberLog};
+  Lifecycle life{c, id, nodeLog, detail::stopRequested(),
+                 {.afterRound = [this](Round done) { afterRound(done); },
+                  .finish = [this](NodeState end) { finish(end); }}};
+  std::uint64_t nextStatus = 0;
+
+  // ---- node_build.cc: the parts, in order ----
+  Impl(Config config, std::shared_ptr<logging::Loggers> logs);
+  ~Impl();
+  HttpServer::Answer putLogLevel(std::string_view query);
+  void setupData();
+  void readIncarnation();
+  void makeEngine();
+  void loadNewestCheckpoint();
+  void makeMembership();
+
+  // ---- node_runtime.cc: the loop ----
+  int run();
+  int stop(std::uint64_t now, bool checkpointed);
+  void pumpIncoming(std::uint64_t now);
+  void onMembership(std::uint64_t now);
+  void afterRound(Round done);
+  void finish(NodeState end);
+  void checkpoint(Round next);
+  void takeAccuracy(std::uint64_t now);
+  void writeStatus(std::uint64_t now, bool force);
+  std::uint64_t bytesSent() const;
+  void rejoinAsNewIncarnation(std::uint64_t now);
+};
+
+}  // namespace gossip::daemon

@@ -1,0 +1,159 @@
+#include "daemon/node/peer_links.h"
+
+#include <utility>
+
+#include "core/error.h"
+#include "engine/frame.h"
+
+namespace gossip::daemon {
+
+// The engine reads from this queue (filled by pump); its sends are counted per peer.
+class PeerLinks::EngineQueue final : public engine::Transport {
+ public:
+  explicit EngineQueue(PeerLinks& links) : links_(links) {}
+  void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
+    const std::uint64_t payloadBytes = payload ? payload->size() : 0;
+    links_.countSent(to, header.size() + payloadBytes);
+    if (engine::peekIsKind(header, engine::FrameKind::Model)) {
+      ++links_.traffic_.modelFrames;  // node thread only
+      links_.traffic_.modelPayloadBytes += payloadBytes;
+    }
+    links_.zmq_.send(to, std::move(header), std::move(payload));
+  }
+  bool receive(engine::RawFrame& out) override {
+    if (q_.empty()) return false;
+    out = std::move(q_.front());
+    q_.pop_front();
+    return true;
+  }
+  void push(engine::RawFrame f) { q_.push_back(std::move(f)); }
+
+ private:
+  PeerLinks& links_;
+  std::deque<engine::RawFrame> q_;
+};
+
+PeerLinks::PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog)
+    : self_(self), incarnation_(incarnation), zmq_(zmq), memberLog_(std::move(memberLog)),
+      engineQueue_(std::make_unique<EngineQueue>(*this)) {}
+
+PeerLinks::~PeerLinks() = default;
+
+engine::Transport& PeerLinks::engineTransport() { return *engineQueue_; }
+void PeerLinks::resetEngineTransport() { engineQueue_ = std::make_unique<EngineQueue>(*this); }
+
+void PeerLinks::countSent(PeerId to, std::uint64_t bytes, bool unknown) {
+  std::lock_guard lock(trafficMutex_);
+  (unknown ? traffic_.unknown : traffic_.byPeer[to]).sent += bytes;
+}
+
+void PeerLinks::send(PeerId to, Bytes header, engine::SharedBytes payload) {
+  countSent(to, header.size() + (payload ? payload->size() : 0));
+  zmq_.send(to, std::move(header), std::move(payload));
+}
+
+void PeerLinks::sendMembership(PeerId to, const std::string& endpoint, Bytes payload) {
+  PeerId dest = to;
+  if (to == peer::Membership::kUnknownPeer) {
+    std::lock_guard lock(directoryMutex_);
+    auto it = seedIds_.find(endpoint);
+    if (it == seedIds_.end()) {
+      it = seedIds_.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(seedIds_.size())).first;
+      zmq_.addPeer(it->second, endpoint);
+    }
+    dest = it->second;
+  } else {
+    ensurePeer(to, endpoint);
+  }
+  engine::FrameHeader h;
+  h.kind = engine::FrameKind::Membership;
+  h.sender = self_;
+  h.incarnation = incarnation_;
+  engine::sealPayload(h, payload);
+  Bytes header;
+  engine::encodeFrameHeader(h, header);
+  const std::uint64_t bytes = header.size() + payload.size();
+  membershipBytes_ += bytes;
+  countSent(to, bytes, to == peer::Membership::kUnknownPeer);
+  zmq_.send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
+}
+
+// Fresh connections for a member that died, left or came back as a new incarnation: a TCP connection that
+// carried frames into a cut link keeps them in its retransmission backoff for tens of seconds after the
+// link is back (netns_cut: every stateless round then waited a deadline for the frames stuck on it). A
+// member we still talk to gets a new link at once.
+void PeerLinks::followMembers(const std::vector<peer::MembershipEvent>& events, const std::vector<peer::MemberInfo>& table) {
+  using K = peer::MembershipEvent::Kind;
+  for (const auto& e : events)
+    if (e.kind == K::Died || e.kind == K::Left || (e.kind == K::Joined && e.incarnation > 0)) forgetPeer(e.id);
+  for (const auto& m : table) {
+    if (m.id == self_) continue;
+    if (m.state == peer::MemberState::Alive || m.state == peer::MemberState::Suspect) ensurePeer(m.id, m.endpoint);
+  }
+}
+
+void PeerLinks::forgetPeer(PeerId peer) {
+  std::lock_guard lock(directoryMutex_);
+  if (endpoints_.erase(peer)) zmq_.removePeer(peer);
+}
+
+void PeerLinks::forgetAll() {
+  std::lock_guard lock(directoryMutex_);
+  for (const auto& [peer, endpoint] : endpoints_) zmq_.removePeer(peer);
+  endpoints_.clear();
+}
+
+void PeerLinks::ensurePeer(PeerId peer, const std::string& endpoint) {
+  if (endpoint.empty() || peer == self_) return;
+  std::lock_guard lock(directoryMutex_);
+  auto it = endpoints_.find(peer);
+  if (it != endpoints_.end() && it->second == endpoint) return;
+  try {
+    zmq_.addPeer(peer, endpoint);
+    endpoints_[peer] = endpoint;
+  } catch (const IoError& e) {
+    memberLog_->warn("cannot connect to member {} at '{}': {}", peer, endpoint, e.what());
+  }
+}
+
+bool PeerLinks::isMember(PeerId p) const {
+  std::lock_guard lock(directoryMutex_);
+  return endpoints_.count(p) > 0;
+}
+
+// The sender a header names once its checksum holds, and only for members (the engine or the membership
+// still judge the frame itself).
+void PeerLinks::countReceived(const engine::RawFrame& f, std::uint64_t now) {
+  const std::uint64_t bytes = f.header.size() + (f.payload ? f.payload->size() : 0);
+  try {
+    const PeerId from = engine::decodeFrameHeader(f.header).sender;
+    if (isMember(from)) {
+      std::lock_guard lock(trafficMutex_);
+      traffic_.byPeer[from].received += bytes;
+      traffic_.lastHeardMs[from] = now;
+      return;
+    }
+  } catch (const DecodeError&) {
+  }
+  std::lock_guard lock(trafficMutex_);
+  traffic_.unknown.received += bytes;
+}
+
+void PeerLinks::pump(std::uint64_t now, const std::function<void(const engine::RawFrame&, std::uint64_t)>& onStatus) {
+  engine::RawFrame f;
+  while (zmq_.receive(f)) {
+    countReceived(f, now);
+    if (engine::peekIsKind(f.header, engine::FrameKind::Status)) {
+      onStatus(f, now);
+      continue;
+    }
+    engineQueue_->push(std::move(f));
+  }
+}
+
+PeerLinks::Traffic PeerLinks::traffic() const {
+  std::lock_guard lock(trafficMutex_);
+  return traffic_;
+}
+
+}  // namespace gossip::daemon

@@ -1,0 +1,115 @@
+#include "daemon/node/trainer_input.h"
+
+#include <cmath>
+#include <fstream>
+#include <span>
+#include <string>
+
+#include "daemon/bridge/trainer_node.h"
+#include "daemon/node/model_out.h"
+
+namespace gossip::daemon {
+namespace fs = std::filesystem;
+
+TrainerInput::TrainerInput(const Config& c, PeerId id, Incarnation incarnation, fs::path dataDir,
+                           logging::Loggers& loggers, std::function<std::uint64_t()> nowMs, const std::atomic<bool>& stop)
+    : c_(c), id_(id), dir_(std::move(dataDir)), log_(loggers.get("node")), nowMs_(std::move(nowMs)), stop_(stop) {
+  TrainerBridgeOptions o;
+  o.data_dir = dir_;
+  o.gradient_mode = c.trainer.mode == "gradient";
+  o.node = id;
+  o.nodes = c.cluster.nodes;
+  o.algorithm = c.algorithm.name;
+  o.rounds = c.algorithm.rounds;
+  o.idle_timeout_ms = c.trainer.idle_timeout_ms;
+  o.copy_threads = c.trainer.copy_threads;
+  o.log = loggers.get("bridge");
+  bridge_ = std::make_unique<TrainerBridge>(o);
+  compressor_ = compress::makeCompressor(c.compressor);
+  training::ExternalGradient* unused = nullptr;
+  (void)makeTrainerNode(c, id, incarnation, training::Vec::Zero(1), *compressor_, unused);
+}
+
+bool TrainerInput::start(bool haveCheckpoint) {
+  unsigned long long dim = 0;
+  if (std::ifstream in(dir_ / "trainer_dim"); in) in >> dim;
+  if (dim > 0 && haveCheckpoint) {
+    x0_ = training::Vec::Zero(static_cast<Eigen::Index>(dim));
+    placeholder_ = true;
+    return true;
+  }
+  return waitForModel();
+}
+
+bool TrainerInput::waitForModel() {
+  log_->info("waiting for a trainer to attach at {} (docs/trainer.md)", bridge_->endpoint());
+  for (std::uint64_t note = nowMs_() + 30000;;) {
+    if (stop_) return false;
+    const std::uint64_t now = nowMs_();
+    bridge_->poll(now, nullptr, 0);
+    if (auto x = bridge_->takeInitial()) {
+      x0_ = std::move(*x);
+      placeholder_ = false;
+      const std::string text = std::to_string(x0_.size()) + "\n";
+      writeFileAtomic(dir_ / "trainer_dim", std::as_bytes(std::span(text)));
+      return true;
+    }
+    if (now >= note) {
+      log_->info("still waiting for a trainer at {}", bridge_->endpoint());
+      note = now + 30000;
+    }
+    bridge_->waitReadable(100);
+  }
+}
+
+std::unique_ptr<algo::Node> TrainerInput::makeNode(Incarnation incarnation) {
+  return makeTrainerNode(c_, id_, incarnation, x0_.size() ? x0_ : training::Vec::Zero(dim_), *compressor_, grad_);
+}
+
+void TrainerInput::ready(const training::Vec& x, Round round) {
+  bridge_->ready(x, round);
+  // Later engines (a rejoin) load their state into a node of this size: the values are not kept.
+  dim_ = x0_.size();
+  x0_ = training::Vec();
+}
+
+// Model mode: the trainer's parameters become x and the gradient is zero. Gradient mode: its gradient (at
+// the x the bridge last gave it) is the round's gradient; a method with a start step first moves x and
+// asks again. No trainer attached: the node follows, never leads (docs/trainer.md): it begins t with a
+// zero gradient only once a neighbour has, so a cluster whose trainers are all gone pauses instead of
+// running its rounds out.
+bool TrainerInput::input(engine::NodeEngine& engine, Round t, std::uint64_t now) {
+  auto& node = engine.node();
+  waiting_ = false;
+  if (bridge_->hasRequest() && !bridge_->trainerCurrent()) {
+    // Computed from a model the node no longer has: hand over the current one, no round.
+    bridge_->resync(node.algorithm().x(), t);
+    return false;
+  }
+  if (bridge_->hasRequest()) {
+    const double loss = bridge_->readRequest(node.algorithm().x(), grad_->buffer());
+    if (!std::isnan(loss)) loss_ = loss;
+    if (c_.trainer.mode != "gradient") {
+      grad_->supplyZero(loss_);
+      return true;
+    }
+    grad_->supply(loss_);
+    if (!node.needsStartStep(t)) return true;
+    node.startStep(t);
+    bridge_->askGradientAt(node.algorithm().x(), t);
+    return false;
+  }
+  if (bridge_->attached(now)) {
+    waiting_ = true;
+    return false;
+  }
+  if (!engine.neighbourAt(t)) return false;
+  grad_->supplyZero(loss_);
+  if (node.needsStartStep(t)) {
+    node.startStep(t);
+    grad_->supplyZero(loss_);
+  }
+  return true;
+}
+
+}  // namespace gossip::daemon
