@@ -4,6 +4,8 @@
 //
 // Replay one seed:   GOSSIP_PROTOCOL_SEED=123 build/release/tests/test_engine -tc='*fault schedules*'
 // Run more seeds:    GOSSIP_PROTOCOL_SEEDS=5000 build/release/tests/test_engine -tc='*fault schedules*'
+// Trace a seed:      GOSSIP_PROTOCOL_TRACE=1 with GOSSIP_PROTOCOL_SEED: every frame received, frame lost, view
+//                    installed and round begun or mixed, with the links after it, on stderr.
 // (env vars of this test only: a doctest binary has no option of its own for them.)
 #include <doctest/doctest.h>
 
