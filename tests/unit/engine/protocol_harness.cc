@@ -123,7 +123,7 @@ class Harness {
   HarnessResult run();
 
   // ---- called by Observed (inside NodeEngine::endRound) ----
-  void beforeApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row);
+  void checkApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row);
   void afterApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row,
                   const algo::Algorithm& a);
   void rejectedApply(NodeKey i, Round t, const algo::RejectedMessage& e) {
@@ -226,18 +226,22 @@ class Harness {
 };
 
 void Observed::apply(Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) {
-  if (h_.replayModel(self_, t) && !msgs.empty()) {
-    std::vector<algo::Incoming> twice(msgs.begin(), msgs.end());
-    twice.push_back(msgs.front());
-    h_.beforeApply(self_, t, twice, row);
-  } else {
-    h_.beforeApply(self_, t, msgs, row);
-  }
+  // Checked and recorded only once the apply returned: an apply that refuses a message (RejectedMessage)
+  // leaves the node untouched, and the engine calls it again without that message ("Transactional apply",
+  // docs/engine.md). Recorded before the apply, as it was, the refused attempt counted every other
+  // neighbour's message once and the retry a second time: "applied twice" with nothing applied twice.
   try {
     in_->apply(t, msgs, row);
   } catch (const algo::RejectedMessage& e) {
     h_.rejectedApply(self_, t, e);
     throw;
+  }
+  if (h_.replayModel(self_, t) && !msgs.empty()) {
+    std::vector<algo::Incoming> twice(msgs.begin(), msgs.end());
+    twice.push_back(msgs.front());
+    h_.checkApply(self_, t, twice, row);
+  } else {
+    h_.checkApply(self_, t, msgs, row);
   }
   h_.afterApply(self_, t, msgs, row, *in_);
 }
@@ -483,7 +487,7 @@ bool Harness::agreedAt(NodeKey a, NodeKey b, Round t) const {
   return std::any_of(it->second.begin(), it->second.end(), [&](const auto& se) { return se.first <= t && t < se.second; });
 }
 
-void Harness::beforeApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) {
+void Harness::checkApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) {
   if (!result_.ok) return;
   ++result_.appliesChecked;
   recordLinks(nodes_.at(i.id));  // agreements made in this very step count
