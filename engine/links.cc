@@ -110,6 +110,16 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   sendTo_.clear();
   for (const auto& [j, inc] : want) sendTo_.push_back(j);
   lastSent_.clear();  // a restarted neighbour starts its rounds again
+  // Model frames kept for a later round from a member that left the view, or that came back as a new
+  // incarnation, are never to be mixed: drain() checks the sender's incarnation only on arrival. Left in the
+  // inbox, such a frame answered roundReady's "is j's frame for t here" for the new incarnation's edge, and
+  // endRound kept it (the first of two frames of one sender) over the new incarnation's own frame: the
+  // algorithm refused it (wrong incarnation), and the new edge was broken at once (fault-schedule harness,
+  // seeds 1381 and 2107).
+  std::erase_if(inbox_, [&](const Inbound& in) {
+    const Member* m = member(in.sender);
+    return !m || m->incarnation != in.incarnation;
+  });
   if (stateless_) return;  // no edge state, no handshake: frames of view neighbours are mixed
 
   auto& algo = node_->algorithm();
