@@ -31,6 +31,13 @@ void NodeEngine::enableLinks(LinkOptions options) {
   GOSSIP_CHECK(!vg_, "enableLinks must come before the first view");
   linked_ = true;
   linkOpts_ = std::move(options);
+  // Proposal ids must differ between the lives of one node, not only within one: a peer's answer to a
+  // proposal of our previous incarnation (sent before it learned of the restart, to our id and so to us) names
+  // that proposal, and the answer's header names the peer, not whom it answered. With every life counting
+  // from 1, such an answer matched our own first proposal: we took the edge as agreed while the peer, once
+  // its view had our new incarnation, held a fresh unagreed link, and both waited for ever (fault-schedule
+  // harness, seed 1203). The incarnation in the high half keeps the lives apart (up to 2^32 proposals each).
+  proposalSeq_ = incarnation_ << 32;
 }
 
 void NodeEngine::sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep) {
