@@ -51,7 +51,8 @@ enum class FrameKind : std::uint8_t {
   Ack = 5,          // per-link delivery acknowledgement (daemon)
   Membership = 6,   // membership gossip (daemon)
   EdgeHello = 7,    // linked mode: "I want this edge; my next round is `round`" (both ends send one)
-  EdgeClose = 8,    // linked mode: "I use this edge up to and including round `round`, no further"
+  EdgeClose = 8,    // linked mode: "I use this edge up to round `round` - 1, no further"; payload: u64 proposal id
+                    // of the edge (or proposal) it ends, declines or cancels (empty from senders before it)
   Status = 9,       // monitoring: the sender's table of node summaries (daemon/monitor/cluster_status.h)
 };
 bool validKind(std::uint8_t k);

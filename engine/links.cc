@@ -31,6 +31,13 @@ void NodeEngine::enableLinks(LinkOptions options) {
   GOSSIP_CHECK(!vg_, "enableLinks must come before the first view");
   linked_ = true;
   linkOpts_ = std::move(options);
+  // Proposal ids must differ between the lives of one node, not only within one: a peer's answer to a
+  // proposal of our previous incarnation (sent before it learned of the restart, to our id and so to us) names
+  // that proposal, and the answer's header names the peer, not whom it answered. With every life counting
+  // from 1, such an answer matched our own first proposal: we took the edge as agreed while the peer, once
+  // its view had our new incarnation, held a fresh unagreed link, and both waited for ever (fault-schedule
+  // harness, seed 1203). The incarnation in the high half keeps the lives apart (up to 2^32 proposals each).
+  proposalSeq_ = incarnation_ << 32;
 }
 
 void NodeEngine::sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep) {
@@ -57,11 +64,15 @@ void NodeEngine::propose(PeerId id, Link& l, std::uint64_t nowMs) {
   sendControl(id, FrameKind::EdgeHello, nextRound(), u64Payload(l.proposal));
 }
 
+void NodeEngine::sendClose(PeerId id, Round end, std::uint64_t life) {
+  sendControl(id, FrameKind::EdgeClose, end, u64Payload(life));
+}
+
 void NodeEngine::closeLink(PeerId id, Round end) {
   auto it = links_.find(id);
   if (it == links_.end()) return;
   Link& l = it->second;
-  sendControl(id, FrameKind::EdgeClose, end, {});
+  sendClose(id, end, l.scheduled ? l.life : l.proposal);
   l.end = std::min(l.end, end);
   l.proposal = 0;
   if (!l.scheduled || l.end <= l.start || l.end <= mixingRound()) {
@@ -79,7 +90,7 @@ void NodeEngine::breakLink(PeerId id, Round t) {
   // Rounds before t were mixed over the edge at this end; the peer closes its end at the same round. It
   // may have mixed round t already (it had our frame): exactness across that edge is then lost by one
   // round, which a peer sending undecodable payloads has forfeited anyway.
-  sendControl(id, FrameKind::EdgeClose, t, {});
+  sendClose(id, t, l.life);
   l.end = std::min(l.end, t);
   if (l.open) node_->algorithm().dropEdge({id, l.incarnation});
   retire(id, l);
@@ -110,6 +121,16 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   sendTo_.clear();
   for (const auto& [j, inc] : want) sendTo_.push_back(j);
   lastSent_.clear();  // a restarted neighbour starts its rounds again
+  // Model frames kept for a later round from a member that left the view, or that came back as a new
+  // incarnation, are never to be mixed: drain() checks the sender's incarnation only on arrival. Left in the
+  // inbox, such a frame answered roundReady's "is j's frame for t here" for the new incarnation's edge, and
+  // endRound kept it (the first of two frames of one sender) over the new incarnation's own frame: the
+  // algorithm refused it (wrong incarnation), and the new edge was broken at once (fault-schedule harness,
+  // seeds 1381 and 2107).
+  std::erase_if(inbox_, [&](const Inbound& in) {
+    const Member* m = member(in.sender);
+    return !m || m->incarnation != in.incarnation;
+  });
   if (stateless_) return;  // no edge state, no handshake: frames of view neighbours are mixed
 
   auto& algo = node_->algorithm();
@@ -217,7 +238,7 @@ void NodeEngine::tick(std::uint64_t nowMs) {
       if (l.proposal != 0 && nowMs >= l.proposedAt + linkOpts_.hello_timeout_ms) {
         // Unanswered: cancel (so a late acceptance cannot start the edge at a round we have passed)
         // and propose again later.
-        sendControl(j, FrameKind::EdgeClose, 0, {});
+        sendClose(j, 0, l.proposal);
         l.proposal = 0;
         l.retryAt = nowMs + linkOpts_.hello_retry_ms;
       } else if (l.proposal == 0 && nowMs >= l.retryAt) {
@@ -252,6 +273,7 @@ void NodeEngine::retire(PeerId id, Link& l) {
     return;
   auto& c = closed_[id];
   c.incarnation = l.incarnation;
+  c.life = l.life;
   c.end = l.end;
   c.unacked = std::move(l.unacked);
   std::erase_if(c.unacked, [&](const Sent& s) { return s.round >= c.end; });  // never mixed: not needed
@@ -267,15 +289,30 @@ void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
     case FrameKind::EdgeHello: {
       const std::uint64_t proposal = readU64(payload);
       if (self_ > j) {  // a proposal to us
-        if (!l || holdEdges_) return sendControl(j, FrameKind::EdgeClose, 0, {});  // not (yet) wanted
+        if (!l || holdEdges_) return sendClose(j, 0, proposal);  // not (yet) wanted
         if (!l->scheduled) {
           l->scheduled = true;
           l->start = std::max<Round>(h.round, nextRound());
           l->proposal = proposal;
-        } else if (l->proposal != proposal) {
-          // A new proposal for an edge we think is agreed: the proposer cancelled the old one (its
-          // EdgeClose came first on the same channel), so this cannot happen on an ordered link.
-          return reject("conflicting_proposal");
+          l->life = proposal;
+        } else if (l->life != proposal) {
+          // A new proposal while we hold an agreed edge: the proposer proposes only when it holds none with
+          // us. Either the edge is closing (one end sent EdgeClose: ours went out, or the proposer's came
+          // first on the same channel), the proposer has mixed its last rounds and retired it, and we still
+          // mix them; or no end closed it and the proposer never agreed it (our answer went to its previous
+          // incarnation). In the first case the edge must run to its end, in the second no round of it was
+          // mixed (the proposer sent no frame for it) and it goes now. Either way the proposal is declined,
+          // and the proposer asks again once our link is free. Ignoring it, as before, left the proposer to
+          // cancel it by timeout, and that cancel (EdgeClose(0)) ended the closing edge before its last
+          // rounds (fault-schedule harness, seed 373).
+          reject("conflicting_proposal");
+          if (l->end == kNoRound) {
+            if (l->open) node_->algorithm().dropEdge({j, l->incarnation});
+            l->end = 0;
+            retire(j, *l);
+            links_.erase(it);
+          }
+          return sendClose(j, 0, proposal);
         }
         return sendControl(j, FrameKind::EdgeHello, l->start, u64Payload(proposal));
       }
@@ -284,16 +321,25 @@ void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
       if (h.round < nextRound()) return reject("bad_round");  // cannot happen while we wait for it
       l->scheduled = true;
       l->start = h.round;
+      l->life = proposal;
       l->proposal = 0;
       return;
     }
     case FrameKind::EdgeClose: {
       if (!l) return;  // already gone
+      // The payload names the edge life (or proposal) the close is about; a sender from before named none
+      // (empty payload) and is taken to mean the current one. Without the name, a close said again for an
+      // earlier life (acceptLinkedModel) or the cancel of a later proposal ended whichever life was current,
+      // also one still mixing its last rounds (fault-schedule harness, seed 373).
+      std::optional<std::uint64_t> named;
+      if (!payload.empty()) named = readU64(payload);
       if (!l->scheduled) {  // a decline of our proposal, or a cancel of theirs
+        if (named && *named != l->proposal) return;  // about a proposal no longer outstanding
         l->proposal = 0;
         l->retryAt = nowMs_ + linkOpts_.hello_retry_ms;
         return;
       }
+      if (named && *named != l->life) return;  // about another life of this edge
       l->end = std::min(l->end, h.round);
       if (l->end <= l->start || l->end <= mixingRound()) {
         // No round still to be mixed uses it (a round already begun past `end` mixes without it).
@@ -346,8 +392,11 @@ bool NodeEngine::acceptLinkedModel(const FrameHeader& h, Round current) {
     auto c = closed_.find(j);
     if (c != closed_.end() && c->second.incarnation == h.incarnation) {
       if (h.round >= c->second.end) {
-        // The peer has not seen our close yet: say it again.
-        sendControl(j, FrameKind::EdgeClose, c->second.end, {});
+        // The peer has not seen our close yet: say it again. The frame may also be of a newer edge the
+        // peer agreed while its answer is still on the control channel; the close names the old edge, so
+        // the peer's new one ignores it (unnamed, it ended the new edge before its first round was mixed
+        // at this end: fault-schedule harness, seed 1440).
+        sendClose(j, c->second.end, c->second.life);
       } else {
         ++stats_.duplicates;  // a retransmit of a round we mixed before the close: re-acknowledge it
         sendControl(j, FrameKind::Ack, c->second.end - 1, {});

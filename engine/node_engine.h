@@ -27,6 +27,11 @@
 //    created in the algorithm (addEdge) just before round s is mixed, when that state has arrived.
 //  - A live edge that a new view no longer wants is closed with EdgeClose(end): the sender has sent its
 //    frames up to round end-1 and mixes them; the receiver mixes up to end-1 too and then drops it.
+//  - One pair of (id, incarnation) ends can have several edges one after the other (closed, proposed
+//    again). Each is named by the proposal it was agreed under, and every EdgeClose (close, decline,
+//    cancel) carries that name in its payload: a close of an earlier edge said again, or the cancel of a
+//    later proposal, must not end the current one. A proposal that arrives while the previous edge still
+//    runs its last rounds is declined and asked again.
 //  - A peer that left the view (dead, left, restarted) loses its edge at once, even mid-round (the dead
 //    edge's weight folds into the self weight).
 //  - Weights are Metropolis from degrees the two ends announce on their round-t frames (header field
@@ -193,6 +198,10 @@ class NodeEngine {
     bool proposer = false;          // we are the lower id
     bool scheduled = false;         // start agreed
     std::uint64_t proposal = 0;     // proposer: id of the outstanding proposal (0: none)
+    // The proposal this edge was agreed under, at both ends (0 until scheduled). One (id, incarnation) pair can
+    // have several edge lives one after the other; EdgeClose names the life it ends, so that a close of an
+    // earlier life (said again) or a cancel of a later proposal does not end this one.
+    std::uint64_t life = 0;
     std::uint64_t proposedAt = 0;   // proposer: when it was sent (ms)
     std::uint64_t retryAt = 0;      // proposer: when to propose again after a decline (ms)
     Round start = 0;
@@ -213,6 +222,8 @@ class NodeEngine {
   topology::MixingRow linkedRow(Round t);
   void linkedEnd(Round t);
   void closeLink(PeerId id, Round end);
+  // EdgeClose(end) naming the edge life (or proposal) `life` it ends, declines or cancels.
+  void sendClose(PeerId id, Round end, std::uint64_t life);
   void propose(PeerId id, Link& l, std::uint64_t nowMs);
 
   void sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep);
@@ -269,6 +280,7 @@ class NodeEngine {
   // round may still be lost; the peer needs it to finish that round, so it is resent until acked).
   struct Closed {
     Incarnation incarnation = 0;
+    std::uint64_t life = 0;  // Link::life of the closed edge (its EdgeClose, said again, names it)
     Round end = 0;
     std::vector<Sent> unacked;
     std::uint64_t lastSendMs = 0;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <cstdlib>
 #include <exception>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -121,9 +123,12 @@ class Harness {
   HarnessResult run();
 
   // ---- called by Observed (inside NodeEngine::endRound) ----
-  void beforeApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row);
+  void checkApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row);
   void afterApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row,
                   const algo::Algorithm& a);
+  void rejectedApply(NodeKey i, Round t, const algo::RejectedMessage& e) {
+    trace("apply rejected ", str(i), " r", t, ": ", e.what());
+  }
   bool replayModel(NodeKey i, Round t) {
     if (o_.sabotage != Sabotage::ReplayModel || i.id != 0 || t < 5 || replayed_) return false;
     return replayed_ = true;
@@ -162,6 +167,26 @@ class Harness {
   bool finished() const;
   void endChecks();
   std::string dump() const;
+  static std::string linksOf(const NodeEngine& e);
+  // GOSSIP_PROTOCOL_TRACE=1: every frame received, view installed and round begun or mixed, on stderr (for
+  // reading a failing seed's causal chain; off in ctest).
+  template <class... A>
+  void trace(const A&... parts) {
+    if (!trace_) return;
+    std::cerr << "t=" << now_ << " ";
+    (std::cerr << ... << parts);
+    std::cerr << "\n";
+  }
+  static const char* kindName(FrameKind k) {
+    switch (k) {
+      case FrameKind::Model: return "model";
+      case FrameKind::EdgeOpen: return "open";
+      case FrameKind::Ack: return "ack";
+      case FrameKind::EdgeHello: return "hello";
+      case FrameKind::EdgeClose: return "close";
+      default: return "other";
+    }
+  }
   template <class... A>
   void fail(const A&... parts) {
     if (!result_.ok) return;
@@ -189,6 +214,7 @@ class Harness {
   std::map<std::tuple<PeerId, PeerId, int>, std::deque<Queued>> queues_;  // (from, to, channel)
   std::map<PeerId, std::deque<RawFrame>> inbox_;
   bool replayed_ = false;
+  bool trace_ = std::getenv("GOSSIP_PROTOCOL_TRACE") != nullptr;
 
   // Invariant records.
   std::map<std::pair<NodeKey, NodeKey>, std::map<Round, Round>> agreed_;  // (self, peer) -> start -> end
@@ -200,14 +226,23 @@ class Harness {
 };
 
 void Observed::apply(Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) {
+  // Checked and recorded only once the apply returned: an apply that refuses a message (RejectedMessage)
+  // leaves the node untouched, and the engine calls it again without that message ("Transactional apply",
+  // docs/engine.md). Recorded before the apply, as it was, the refused attempt counted every other
+  // neighbour's message once and the retry a second time: "applied twice" with nothing applied twice.
+  try {
+    in_->apply(t, msgs, row);
+  } catch (const algo::RejectedMessage& e) {
+    h_.rejectedApply(self_, t, e);
+    throw;
+  }
   if (h_.replayModel(self_, t) && !msgs.empty()) {
     std::vector<algo::Incoming> twice(msgs.begin(), msgs.end());
     twice.push_back(msgs.front());
-    h_.beforeApply(self_, t, twice, row);
+    h_.checkApply(self_, t, twice, row);
   } else {
-    h_.beforeApply(self_, t, msgs, row);
+    h_.checkApply(self_, t, msgs, row);
   }
-  in_->apply(t, msgs, row);
   h_.afterApply(self_, t, msgs, row, *in_);
 }
 
@@ -328,6 +363,7 @@ void Harness::membershipChanged(PeerId subject) {
 void Harness::fireDue() {
   for (; nextEvent_ < events_.size() && events_[nextEvent_].at <= now_; ++nextEvent_) {
     const Event& e = events_[nextEvent_];
+    trace("event ", int(e.kind), " node ", e.node);
     switch (e.kind) {
       case EventKind::Crash:
         crash(e.node);
@@ -359,7 +395,13 @@ void Harness::fireDue() {
     viewUpdates_.erase(viewUpdates_.begin());
     if (!alive(k)) continue;
     auto& e = *nodes_.at(k.id).engine;
+    if (trace_) {
+      std::string v;
+      for (const auto& m : truth()) v += " " + str({m.id, m.incarnation});
+      trace("view ", str(k), " next ", e.nextRound(), (e.inRound() ? " (in round)" : ""), ":", v);
+    }
     e.setMembers(truth(), e.nextRound(), now_);
+    if (trace_) trace("  links ", str(k), ": ", linksOf(e));
   }
 }
 
@@ -378,7 +420,10 @@ void Harness::send(PeerId from, PeerId to, Bytes header, SharedBytes payload) {
     if (o_.sabotage == Sabotage::LoseForever && from == 1 && to == 0) return ++result_.lost, void();
   }
   const bool droppable = model || h.kind == FrameKind::Ack;
-  if (droppable && run_.uniform() < o_.lossRate) return ++result_.lost, void();
+  if (droppable && run_.uniform() < o_.lossRate) {
+    trace("lost ", from, " -> ", to, " ", kindName(h.kind), " r", h.round);
+    return ++result_.lost, void();
+  }
   const double u = run_.uniform();
   const std::uint64_t delay = u < 0.7 ? run_.below(6) : u < 0.95 ? 5 + run_.below(25) : 30 + run_.below(90);
   auto& q = queues_[{from, to, model ? 0 : 1}];
@@ -395,6 +440,17 @@ bool Harness::receive(PeerId id, RawFrame& out) {
   if (it == inbox_.end() || it->second.empty()) return false;
   out = std::move(it->second.front());
   it->second.pop_front();
+  if (trace_) {
+    const FrameHeader h = decodeFrameHeader(out.header);
+    std::string extra;
+    if ((h.kind == FrameKind::EdgeHello || h.kind == FrameKind::EdgeClose) && out.payload && out.payload->size() == 8) {
+      std::uint64_t p = 0;
+      for (int b = 7; b >= 0; --b) p = (p << 8) | std::to_integer<std::uint64_t>((*out.payload)[static_cast<std::size_t>(b)]);
+      extra = " proposal " + std::to_string(p);
+    }
+    trace("recv ", id, " <- ", h.sender, "/", h.incarnation, " ", kindName(h.kind), " r", h.round, extra,
+          h.kind == FrameKind::Model ? " deg " + std::to_string(h.degree) : std::string());
+  }
   return true;
 }
 
@@ -431,7 +487,7 @@ bool Harness::agreedAt(NodeKey a, NodeKey b, Round t) const {
   return std::any_of(it->second.begin(), it->second.end(), [&](const auto& se) { return se.first <= t && t < se.second; });
 }
 
-void Harness::beforeApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) {
+void Harness::checkApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) {
   if (!result_.ok) return;
   ++result_.appliesChecked;
   recordLinks(nodes_.at(i.id));  // agreements made in this very step count
@@ -544,15 +600,20 @@ void Harness::endChecks() {
   }
 }
 
+std::string Harness::linksOf(const NodeEngine& e) {
+  std::ostringstream s;
+  for (const auto& l : e.links())
+    s << ' ' << l.peer << '/' << l.incarnation << (l.scheduled ? " start " + std::to_string(l.start) : " proposed")
+      << (l.open ? " open" : "") << (l.end == kNoRound ? "" : " end " + std::to_string(l.end)) << ';';
+  return s.str();
+}
+
 std::string Harness::dump() const {
   std::ostringstream s;
   for (const auto& [id, n] : nodes_) {
     const auto& e = *n.engine;
-    s << "  node " << str(n.key) << " next " << e.nextRound() << (e.inRound() ? " (in round)" : "") << " links:";
-    for (const auto& l : e.links())
-      s << ' ' << l.peer << '/' << l.incarnation << (l.scheduled ? " start " + std::to_string(l.start) : " proposed")
-        << (l.open ? " open" : "") << (l.end == kNoRound ? "" : " end " + std::to_string(l.end)) << ';';
-    s << " view:";
+    s << "  node " << str(n.key) << " next " << e.nextRound() << (e.inRound() ? " (in round)" : "") << " links:"
+      << linksOf(e) << " view:";
     if (auto vg = e.viewGraph())
       for (const auto& m : vg->view) s << ' ' << m.id << '/' << m.incarnation;
     s << "\n";
@@ -570,7 +631,12 @@ HarnessResult Harness::run() {
       for (const auto& [id, n] : nodes_) ids.push_back(id);
       Live& n = nodes_.at(ids[run_.below(ids.size())]);
       n.driver->pump(now_);
-      n.driver->step(now_);
+      const std::string before = trace_ ? linksOf(*n.engine) : std::string();
+      const RoundStep st = n.driver->step(now_);
+      if (trace_ && st.event == RoundEvent::Began) trace("begin ", str(n.key), " r", st.round, " links ", linksOf(*n.engine));
+      if (trace_ && st.event == RoundEvent::Ended) trace("mixed ", str(n.key), " r", st.round, " links ", linksOf(*n.engine));
+      if (trace_ && st.event == RoundEvent::Waiting && before != linksOf(*n.engine))
+        trace("links ", str(n.key), ": ", linksOf(*n.engine));
       recordLinks(n);
       // (c) two scheduled links of one edge (same lives) name the same start round.
       for (const auto& l : n.engine->links()) {
