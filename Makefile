@@ -4,8 +4,9 @@ BUILD ?= build/release
 ASAN_BUILD ?= build/asan
 TSAN_BUILD ?= build/tsan
 # The threaded code (the ZeroMQ transport's I/O thread, membership and the daemon's membership thread,
-# the engine it feeds, the trainer bridge's parameter copies) runs under TSan.
-TSAN_TESTS := test_engine test_transport_zmq test_membership test_membership_runner test_param_copy
+# the engine it feeds, the trainer bridge's parameter copies, the node's background checkpoint writer and
+# evaluations) runs under TSan.
+TSAN_TESTS := test_engine test_transport_zmq test_membership test_membership_runner test_param_copy test_node_parts
 JOBS ?= $(shell nproc)
 GOSSIPD := $(BUILD)/daemon/gossipd
 # ccache (CMakeLists.txt uses it when installed): paths relative to the source tree, so every clone and
