@@ -27,6 +27,8 @@
 #include "daemon/cli/cli.h"
 #include "daemon/config/config.h"
 #include "daemon/config/http_address.h"
+#include "daemon/cli/cluster_progress.h"
+#include "daemon/cli/process.h"
 
 namespace gossip::cmd {
 namespace {
@@ -57,150 +59,6 @@ constexpr const char* kClusterUsage =
     "  --trainer CMD  beside each node, run CMD with /bin/sh (its output in D/node-i/trainer.log), with\n"
     "                 GOSSIPD_DATA_DIR, GOSSIPD_NODE and GOSSIPD_NODES set; sets trainer.enable = true\n"
     "                 (docs/trainer.md). Trainers still running 30 s after the last node ended are stopped.\n";
-
-// True when a TCP listener could bind ip:port now (the port is checked, not held: node 0 binds it a moment
-// later, and should someone take it in between, node 0 stops with one line naming node.http).
-bool portFree(const std::string& ip, std::uint16_t port) {
-  const bool v6 = ip.find(':') != std::string::npos;
-  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);  // as the HTTP server does (Asio's default)
-  bool ok = false;
-  if (v6) {
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_port = htons(port);
-    ok = ::inet_pton(AF_INET6, ip.c_str(), &a.sin6_addr) == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  } else {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    ok = ::inet_pton(AF_INET, ip.c_str(), &a.sin_addr) == 1 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  }
-  ::close(fd);
-  return ok;
-}
-
-struct Child {
-  PeerId id = 0;
-  pid_t pid = -1;
-  pid_t trainerPid = -1;               // --trainer: the trainer beside this node
-  std::optional<int> trainerStatus;
-  fs::path dir;
-  std::optional<int> status;  // waitpid status once exited
-  nlohmann::json last;        // last status.json read
-};
-
-std::string lastLine(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
-}
-
-// Starts bin with args (and env, NAME -> value, added to ours), output appended to log. With ownGroup
-// the child leads a process group of its own, so that a signal to -pid reaches everything it starts: a
-// trainer is `/bin/sh -c CMD`, and a signal to the shell alone would leave CMD (python) running.
-pid_t spawn(const std::string& bin, const std::vector<std::string>& args, const fs::path& log,
-            const std::vector<std::pair<std::string, std::string>>& env = {}, bool ownGroup = false) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(bin.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw ConfigError("--dir: cannot write '" + log.string() + "'");
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw Error("fork failed");
-  if (pid == 0) {
-    // The child dies with the launcher, even if the launcher is killed with SIGKILL.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(1);
-    if (ownGroup) ::setpgid(0, 0);
-    for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  if (ownGroup) ::setpgid(pid, pid);  // also here: a signal sent right after fork must find the group
-  return pid;
-}
-
-std::string describeExit(int status) {
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "ended";
-}
-
-void readStatus(Child& c) {
-  std::ifstream in(c.dir / "status.json");
-  if (!in) return;
-  try {
-    c.last = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception&) {
-    // A file being replaced (rename is atomic, so this is rare): keep the last good one.
-  }
-}
-
-template <class T>
-T field(const nlohmann::json& j, const char* key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return fallback;
-  }
-}
-
-std::string progressLine(const std::vector<Child>& children, Round rounds) {
-  Round lo = ~Round{0}, hi = 0;
-  double loss = 0, acc = 0;
-  std::size_t withLoss = 0, withAcc = 0, running = 0;
-  std::uint64_t bytes = 0, aliveMax = 0;
-  std::map<std::string, int> states;
-  for (const auto& c : children) {
-    if (c.last.is_null()) {
-      ++states[c.status ? "exited" : "starting"];
-      continue;
-    }
-    const Round r = field<Round>(c.last, "round", 0);
-    lo = std::min(lo, r);
-    hi = std::max(hi, r);
-    if (field<std::string>(c.last, "state", "") == "training") {
-      loss += field<double>(c.last, "loss", 0);
-      ++withLoss;
-    }
-    const double a = field<double>(c.last, "accuracy", -1);
-    if (a >= 0) acc += a, ++withAcc;
-    bytes += field<std::uint64_t>(c.last, "bytes_sent", 0);
-    aliveMax = std::max<std::uint64_t>(aliveMax, field<std::uint64_t>(c.last, "alive", 0));
-    ++states[c.status ? "exited" : field<std::string>(c.last, "state", "?")];
-    if (!c.status) ++running;
-  }
-  char buf[256];
-  std::string s;
-  if (hi > 0 || lo != ~Round{0}) {
-    std::snprintf(buf, sizeof buf, "round %llu-%llu/%llu", static_cast<unsigned long long>(lo == ~Round{0} ? 0 : lo),
-                  static_cast<unsigned long long>(hi), static_cast<unsigned long long>(rounds));
-    s += buf;
-  }
-  if (withLoss) std::snprintf(buf, sizeof buf, "  loss %.4f", loss / double(withLoss)), s += buf;
-  if (withAcc) std::snprintf(buf, sizeof buf, "  acc %.1f%%", 100 * acc / double(withAcc)), s += buf;
-  std::snprintf(buf, sizeof buf, "  alive %llu/%zu  sent %.2f MB  [", static_cast<unsigned long long>(aliveMax),
-                children.size(), static_cast<double>(bytes) / 1e6);
-  s += buf;
-  bool first = true;
-  for (const auto& [state, n] : states) {
-    s += (first ? "" : ", ") + std::to_string(n) + " " + state;
-    first = false;
-  }
-  return s + "]";
-}
 
 }  // namespace
 
