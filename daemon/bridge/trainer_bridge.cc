@@ -17,11 +17,11 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <zmq.hpp>
 
 #include "core/error.h"
 #include "daemon/bridge/bridge_errors.h"
 #include "daemon/bridge/param_copy.h"
+#include "transport/zmq/request_server.h"
 
 namespace gossip::daemon {
 namespace {
@@ -94,9 +94,7 @@ struct TrainerBridge::Impl {
   TrainerBridgeOptions o;
   unsigned threads = copyThreads(o.copy_threads);  // for the parameter copies (daemon/bridge/param_copy.h)
   std::string endpoint;
-  zmq::context_t ctx{1};
-  zmq::socket_t router{ctx, zmq::socket_type::router};
-  zmq::socket_t monitor{ctx, zmq::socket_type::pair};
+  std::unique_ptr<peer::RequestServer> server;  // the ROUTER trainers talk to, and its connection monitor
   int connections = 0;
   TrainerStats stats;
   std::uint64_t shmSerial = 0;
@@ -135,31 +133,16 @@ struct TrainerBridge::Impl {
                         std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + ")");
     endpoint = "ipc://" + path;
     removeStaleSharedMemory(o.node);
-    router.set(zmq::sockopt::linger, 0);
-    router.set(zmq::sockopt::router_mandatory, 1);
-    const std::string monAddr = "inproc://trainer-monitor";
-    if (zmq_socket_monitor(router.handle(), monAddr.c_str(), ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) != 0)
-      throw IoError("trainer bridge: zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
-    monitor.set(zmq::sockopt::linger, 0);
-    monitor.connect(monAddr);
-    try {
-      router.bind(endpoint);
-    } catch (const zmq::error_t& e) {
-      throw IoError("trainer bridge: cannot bind " + endpoint + ": " + e.what());
-    }
+    server = std::make_unique<peer::RequestServer>("trainer bridge", endpoint);  // IoError if it cannot bind
     // Only this user may attach: a trainer can replace the model and read it (the shared memory is 0600 too).
     if (::chmod(path.c_str(), 0600) != 0)
       throw IoError("trainer bridge: cannot restrict '" + path + "' to its owner: " + std::strerror(errno));
   }
 
   void send(const std::string& identity, const json& body) {
-    const std::string text = body.dump();
-    try {
-      router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-      router.send(zmq::buffer(text), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t&) {
-      // EHOSTUNREACH (router_mandatory): the trainer's connection is gone; the monitor will say so.
-    }
+    // A reply that fails went to a trainer whose connection is gone: the monitor reports that, and
+    // readMonitor() detaches it, so the failure itself needs no handling here.
+    (void)server->reply(identity, body.dump());
   }
   // {"op":"error","code":...,"error":why}: the code for programs (daemon/bridge/bridge_errors.h), the text for people.
   void error(const std::string& identity, BridgeError code, const std::string& why) {
@@ -177,15 +160,10 @@ struct TrainerBridge::Impl {
   }
 
   void readMonitor() {
-    for (;;) {
-      zmq::message_t event, address;
-      if (!monitor.recv(event, zmq::recv_flags::dontwait)) return;
-      if (event.more()) (void)monitor.recv(address, zmq::recv_flags::none);
-      if (event.size() < 2) continue;
-      std::uint16_t kind = 0;
-      std::memcpy(&kind, event.data(), sizeof kind);
-      if (kind == ZMQ_EVENT_ACCEPTED) ++connections;
-      if (kind == ZMQ_EVENT_DISCONNECTED && connections > 0 && --connections == 0) detach("its connection closed");
+    using Event = peer::RequestServer::ConnectionEvent;
+    while (const auto event = server->takeConnectionEvent()) {
+      if (*event == Event::Accepted) ++connections;
+      if (*event == Event::Disconnected && connections > 0 && --connections == 0) detach("its connection closed");
     }
   }
 
@@ -334,18 +312,8 @@ void TrainerBridge::poll(std::uint64_t nowMs, const Vec* model, Round next) {
   Impl& i = *impl_;
   i.lastPoll = nowMs;
   i.readMonitor();
-  for (;;) {
-    zmq::message_t identity, body;
-    if (!i.router.recv(identity, zmq::recv_flags::dontwait)) break;
-    if (!identity.more()) continue;
-    (void)i.router.recv(body, zmq::recv_flags::none);
-    while (body.more()) {  // extra frames are not part of the protocol: drop them
-      zmq::message_t extra;
-      (void)i.router.recv(extra, zmq::recv_flags::none);
-      if (!extra.more()) break;
-    }
-    i.handle(identity.to_string(), body.to_string(), nowMs, model, next);
-  }
+  // Extra frames after the body are dropped by the server: they are not part of the protocol.
+  while (auto request = i.server->receive()) i.handle(request->identity, request->body, nowMs, model, next);
   // Keepalives while the request waits to begin its round and while the round waits for the neighbours.
   if (i.trainer && (i.pending != Impl::Op::None || !i.serving.empty()) && nowMs >= i.nextKeepalive) {
     i.send(i.trainer->identity, {{"op", "wait"}, {"round", next}});
@@ -353,10 +321,7 @@ void TrainerBridge::poll(std::uint64_t nowMs, const Vec* model, Round next) {
   }
 }
 
-void TrainerBridge::waitReadable(int timeoutMs) {
-  zmq::pollitem_t items[] = {{impl_->router.handle(), 0, ZMQ_POLLIN, 0}, {impl_->monitor.handle(), 0, ZMQ_POLLIN, 0}};
-  zmq::poll(items, 2, std::chrono::milliseconds(timeoutMs));
-}
+void TrainerBridge::waitReadable(int timeoutMs) { (void)impl_->server->wait(timeoutMs); }
 
 std::optional<Vec> TrainerBridge::takeInitial() { return std::exchange(impl_->initial, std::nullopt); }
 

@@ -16,7 +16,8 @@
 // the conversions to and from float64 it needs anyway (bench/trainer_bridge.sh measures both designs).
 //
 // Liveness: a socket monitor counts the trainer's connections; when the last one closes (the trainer
-// exited or was killed) the trainer is detached. An attached trainer that sends nothing for
+// exited or was killed) the trainer is detached. The socket and its monitor are a peer::RequestServer
+// (transport/zmq/request_server.h): this bridge speaks the protocol and includes no ZeroMQ header. An attached trainer that sends nothing for
 // idle_timeout_ms counts as detached until its next message. While a request waits for its round the
 // bridge sends {"op":"wait"} every second, so the client can tell a slow round from a dead daemon.
 // Not thread-safe: the runtime's thread drives it.

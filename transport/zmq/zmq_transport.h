@@ -9,6 +9,7 @@
 //   shaper.h       the bandwidth cap of a model channel (ZmqOptions::link_bytes_per_second)
 //   sockets.h      every socket option, and why
 //   curve_auth.h   CurveZMQ: the ZAP handler, server and client keys (curve_keys.h), sender check, self-test
+// (request_server.h, in this folder too, is not part of the transport: it is the trainer bridge's socket.)
 //
 // Contract
 //  - Incoming: one ROUTER bound to the listen address. A message that is not a well-formed frame is dropped
