@@ -6,21 +6,6 @@
 #include <map>
 
 namespace gossip::cmd {
-namespace {
-
-template <class T>
-T field(const nlohmann::json& j, const char* key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    return fallback;
-  }
-}
-
-}  // namespace
-
 void readStatus(Child& c) {
   std::ifstream in(c.dir / "status.json");
   if (!in) return;

@@ -24,6 +24,18 @@ struct Child {
   nlohmann::json last;        // last status.json read
 };
 
+// A status.json field, or `fallback` when it is missing, null or of another type.
+template <class T>
+T field(const nlohmann::json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
 // Reads c.dir/status.json into c.last (keeps the last good one when the file is being replaced).
 void readStatus(Child& c);
 
