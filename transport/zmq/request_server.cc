@@ -2,6 +2,8 @@
 // does every call.
 #include "transport/zmq/request_server.h"
 
+#include <cerrno>
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -91,7 +93,15 @@ std::optional<RequestServer::ConnectionEvent> RequestServer::takeConnectionEvent
 
 bool RequestServer::wait(int timeoutMs) {
   zmq::pollitem_t items[] = {{impl_->router.handle(), 0, ZMQ_POLLIN, 0}, {impl_->monitor.handle(), 0, ZMQ_POLLIN, 0}};
-  return zmq::poll(items, 2, std::chrono::milliseconds(timeoutMs)) > 0;
+  try {
+    return zmq::poll(items, 2, std::chrono::milliseconds(timeoutMs)) > 0;
+  } catch (const zmq::error_t& e) {
+    // A signal handled on this thread (the daemon's SIGTERM) ends the wait early; the caller's loop then
+    // sees the stop flag. Thrown on, it ended a daemon waiting on its trainer with "internal error:
+    // Interrupted system call" and exit 1 instead of a clean stop (3 of 4 SIGTERMs).
+    if (e.num() == EINTR) return false;
+    throw;
+  }
 }
 
 }  // namespace gossip::peer

@@ -50,8 +50,7 @@ class RequestServer {
   // The next connection event, or nullopt when none is waiting. Never blocks.
   std::optional<ConnectionEvent> takeConnectionEvent();
   // Blocks up to timeoutMs until a request or a connection event waits; true if one does. A signal handled
-  // on this thread during the wait ends it with an exception (cppzmq's error_t for EINTR), as the bridge's
-  // wait always has.
+  // on this thread during the wait ends it early with false (the caller checks its stop flag).
   bool wait(int timeoutMs);
 
  private:

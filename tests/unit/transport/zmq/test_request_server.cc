@@ -1,7 +1,12 @@
 // RequestServer (transport/zmq/request_server.h) against raw DEALER clients: requests in, replies out, a reply
 // to a client that is gone, the connection events, and a bind that fails. Every wait has a deadline and fails
 // naming what it awaited; nothing sleeps as synchronisation.
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <thread>
+
+#include <pthread.h>
 #include <cstdlib>  // mkdtemp
 #include <filesystem>
 #include <memory>
@@ -173,4 +178,41 @@ TEST_CASE("request server: an endpoint that cannot be bound is an IoError naming
   } catch (const gossip::IoError& e) {
     CHECK(std::string(e.what()).starts_with("other server: cannot bind " + first.endpoint() + ": "));
   }
+}
+
+namespace {
+extern "C" void ignoreSignal(int) {}
+}  // namespace
+
+TEST_CASE("request server: a signal during wait() ends it early with false, not an exception") {
+  // The daemon's SIGTERM arrives on whichever thread it likes, often the node thread waiting here for its
+  // trainer. A handler without SA_RESTART makes zmq_poll fail with EINTR.
+  struct sigaction sa {}, old {};
+  sa.sa_handler = ignoreSignal;
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &sa, &old) == 0);
+  RequestServer server("test server", "tcp://127.0.0.1:*");
+  std::atomic<bool> started{false}, done{false}, threw{false};
+  std::thread waiter([&] {
+    started = true;
+    try {
+      (void)server.wait(20000);
+    } catch (...) {
+      threw = true;
+    }
+    done = true;
+  });
+  while (!started) std::this_thread::yield();
+  // Signal until the wait ends: a signal that lands before zmq_poll began is simply handled, the next one
+  // interrupts it. The deadline is far below the wait's own 20 s.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!done && std::chrono::steady_clock::now() < until) {
+    pthread_kill(waiter.native_handle(), SIGUSR1);
+    std::this_thread::sleep_for(10ms);  // the signalling period, bounded by the deadline
+  }
+  const bool endedEarly = done.load();
+  waiter.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  CHECK(endedEarly);
+  CHECK_FALSE(threw.load());
 }
