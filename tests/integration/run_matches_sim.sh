@@ -20,12 +20,7 @@ source "$(dirname "$0")/daemon_lib.sh"
 N=8
 common=(--set data.format=synthetic --set model.kind=logistic --set model.l2=0.01 --set cluster.nodes=$N
         --set cluster.topology=ring --set algorithm.estimator=full --set algorithm.rounds=60
-        --set algorithm.lr=0.2 --set node.checkpoint_every=0 --set monitor.eval_every=0
-        --set algorithm.round_timeout_ms=60000)
-# The stateless methods' round deadline (2 s by default) is a timing fault of its own: on a loaded machine a
-# neighbour descheduled for longer makes a node mix a round without its message, as it should, and the run
-# is no longer the simulator's. A minute keeps the claim (no faults: bit-identical) and still ends a run
-# whose message is really lost (wait_exit's 90 s), so a lost frame stays a failure, not a slow pass.
+        --set algorithm.lr=0.2 --set node.checkpoint_every=0 --set monitor.eval_every=0)
 FMNIST=/usr/share/datasets/fashion-mnist
 idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz --set data.max_train=1600
      --set data.scaling=standardize --set data.partition=dirichlet --set data.dirichlet_alpha=0.5
