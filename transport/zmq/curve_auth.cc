@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "engine/frame.h"
+#include "transport/zmq/sockets.h"
 
 namespace gossip::peer::detail {
 
@@ -86,13 +87,19 @@ void CurveAuth::selfTest(const std::string& endpoint, const CurveKeyPair& strang
   s.set(zmq::sockopt::linger, 0);
   setClient(s, stranger);
   const std::string addr = "inproc://gossip-selftest-" + std::to_string(serial);
+  zmq::socket_t mon(ctx_, zmq::socket_type::pair);
+  mon.set(zmq::sockopt::linger, 0);
+  mon.set(zmq::sockopt::rcvtimeo, 10000);
   if (zmq_socket_monitor(s.handle(), addr.c_str(),
                          ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                              ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
     throw IoError("zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
-  zmq::socket_t mon(ctx_, zmq::socket_type::pair);
-  mon.set(zmq::sockopt::linger, 0);
-  mon.set(zmq::sockopt::rcvtimeo, 10000);
+  // The refused DEALER goes on reconnecting and being refused until it closes, and each refusal is an event:
+  // the monitor stops before `mon` closes, on every way out (sockets.h, stopMonitor).
+  struct StopMonitor {
+    zmq::socket_t& s;
+    ~StopMonitor() { stopMonitor(s); }
+  } const stop{s};  // declared after `mon`: runs before it closes
   mon.connect(addr);
   std::string target = endpoint;
   if (const auto any = target.find("://0.0.0.0:"); any != std::string::npos) target.replace(any + 3, 7, "127.0.0.1");

@@ -44,6 +44,8 @@ std::unique_ptr<Link> connectLink(zmq::context_t& ctx, const ZmqOptions& opt, co
   return link;
 }
 
+Link::~Link() { stopMonitor(channel[kControl].socket); }
+
 void Links::add(PeerId peer, std::unique_ptr<Link> link) {
   remove(peer);
   links_[peer] = std::move(link);

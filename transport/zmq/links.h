@@ -46,10 +46,15 @@ struct Channel {
 };
 
 struct Link {
+  Link() = default;
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+  // Stops the control DEALER's monitor before any socket closes (sockets.h, stopMonitor: otherwise a
+  // disconnect seen while the DEALER closes blocks libzmq's I/O thread for good).
+  ~Link();
+
   Channel channel[2];  // kControl, kModel (links.cc)
-  // The control DEALER's socket monitor: a PAIR on an inproc address. Declared last so it closes after the
-  // socket it monitors.
-  zmq::socket_t monitor;
+  zmq::socket_t monitor;  // the control DEALER's socket monitor: a PAIR on an inproc address
 };
 
 // Creates and connects both DEALERs of a link to `endpoint`; `serial` names the monitor's inproc address.

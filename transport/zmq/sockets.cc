@@ -84,4 +84,8 @@ zmq::socket_t monitorDisconnects(zmq::context_t& ctx, zmq::socket_t& s, std::uin
   return monitor;
 }
 
+void stopMonitor(zmq::socket_t& monitored) noexcept {
+  if (monitored) (void)zmq_socket_monitor(monitored.handle(), nullptr, 0);
+}
+
 }  // namespace gossip::peer::detail
