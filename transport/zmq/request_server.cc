@@ -11,6 +11,7 @@
 #include <zmq.hpp>
 
 #include "core/error.h"
+#include "transport/zmq/sockets.h"
 
 namespace gossip::peer {
 
@@ -21,6 +22,10 @@ struct RequestServer::Impl {
   zmq::socket_t router{ctx, zmq::socket_type::router};
   zmq::socket_t monitor{ctx, zmq::socket_type::pair};
   std::string endpoint;
+  // The monitor stops before the PAIR and the ROUTER close: a client's disconnect reported while the ROUTER
+  // closes would otherwise block the context's I/O thread for good, and the context's destructor with it
+  // (sockets.h, stopMonitor).
+  ~Impl() { detail::stopMonitor(router); }
 };
 
 RequestServer::RequestServer(std::string_view name, const std::string& endpoint) : impl_(std::make_unique<Impl>()) {
