@@ -8,7 +8,11 @@
 // Threading: submit() and take() on the node thread; the evaluation on the Background's worker. The
 // model and data set are read-only there (training::Model keeps its scratch per thread). The finished
 // result is the only field both touch, behind mutex_. The Background must be drained before this goes.
+// An evaluation that throws (out of memory, a model's error) is kept and rethrown by the next take() on
+// the node thread, which ends the run with that error, as a failed checkpoint write does; on the worker
+// it would have ended the process (background.h).
 #include <cstddef>
+#include <exception>
 #include <mutex>
 #include <optional>
 
@@ -29,7 +33,7 @@ class PeriodicEvaluation {
     double accuracy = 0;
     std::size_t samples = 0;
   };
-  // The newest finished result not taken yet.
+  // The newest finished result not taken yet; rethrows an evaluation's exception.
   std::optional<Result> take();
 
  private:
@@ -41,8 +45,9 @@ class PeriodicEvaluation {
 
   const training::Model& model_;
   const training::Dataset& set_;
-  std::mutex mutex_;  // guards done_
+  std::mutex mutex_;  // guards done_ and failure_
   std::optional<Result> done_;
+  std::exception_ptr failure_;
   LatestOnly<Job> queue_;  // last: its tasks use the fields above
 };
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <unistd.h>
@@ -265,7 +266,7 @@ TEST_CASE("LatestOnly on the inline executor runs each job at once") {
 }
 
 namespace {
-// A model whose accuracy is x[0] and which records the rounds (x[1]) it was asked about; `gate` holds it
+// A model whose accuracy is x[0] (a negative one throws) and which records the rounds (x[1]) it was asked about; `gate` holds it
 // inside an evaluation when set.
 class RecordingModel final : public training::Model {
  public:
@@ -287,6 +288,7 @@ class RecordingModel final : public training::Model {
       asked.push_back(x[1]);
     }
     if (gate) gate->pass();
+    if (x[0] < 0) throw std::runtime_error("evaluation failed at round " + std::to_string(static_cast<int>(x[1])));
     return x[0];
   }
 };
@@ -340,4 +342,21 @@ TEST_CASE("periodic evaluation: the result comes back with its round; a newer mo
     std::lock_guard lock(model.mutex);
     CHECK(model.asked == std::vector<double>{1, 3});  // round 2 was never evaluated
   }
+}
+
+TEST_CASE("periodic evaluation: an evaluation that throws on the worker is rethrown by take() on the caller") {
+  training::Dataset set;
+  set.X = training::FeatureMatrix::Zero(3, 1);
+  set.y.assign(3, 0);
+  RecordingModel model;
+  ThreadBackground bg;
+  PeriodicEvaluation e(model, set, bg);
+  e.submit(4, modelAt(-1, 4));
+  bg.drain();  // the worker is still alive: the exception did not escape it
+  CHECK_THROWS_WITH_AS(e.take(), "evaluation failed at round 4", std::runtime_error);
+  e.submit(5, modelAt(0.25, 5));  // thrown once; evaluations go on
+  bg.drain();
+  const auto r = e.take();
+  REQUIRE(r);
+  CHECK(r->accuracy == 0.25);
 }
