@@ -21,12 +21,18 @@ NodeRuntime::Impl::~Impl() {
   background->drain();  // its tasks read the writer, the evaluation and the test set
 }
 
-NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs)
-    : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
-  // Cheap checks first: a port in use or an unusable data directory fails before the data is loaded.
+// Creates node.data_dir and its checkpoints/ folder (for dirLock, the first member that needs them).
+const fs::path& NodeRuntime::Impl::createDataDir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir / "checkpoints", ec);
   if (ec) throw ConfigError("node.data_dir: cannot create '" + (dir / "checkpoints").string() + "': " + ec.message());
+  return dir;
+}
+
+NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs)
+    : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
+  // Cheap checks first: a data directory in use or unusable (createDataDir, dirLock) or a port in use fails
+  // before the data is loaded.
   peer::ZmqOptions zo;
   zo.link_bytes_per_second = c.faults.link_mbit * 1e6 / 8;
   if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, id));

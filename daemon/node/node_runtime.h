@@ -26,7 +26,8 @@
 // A node that learns it was declared dead (e.g. after SIGSTOP) drops all its edges and goes on as a new
 // incarnation: its model carries over, its replicas and duals do not (DESIGN.md §4).
 //
-// Files in node.data_dir: incarnation (the life counter), endpoint (the bound address), status.json
+// Files in node.data_dir: lock (flock-ed for the daemon's life: a second daemon on the directory is refused,
+// data_dir_lock.h), incarnation (the life counter), endpoint (the bound address), status.json
 // (rewritten every monitor.status_every_ms), checkpoints/ckpt-<round>.gsc (the newest
 // node.keep_checkpoints), model.npy + model.json (the model at every checkpoint and at the end).
 //

@@ -32,6 +32,7 @@
 #include "daemon/monitor/http_server.h"
 #include "daemon/node/background.h"
 #include "daemon/node/checkpoint_store.h"
+#include "daemon/node/data_dir_lock.h"
 #include "daemon/node/evaluation.h"
 #include "daemon/node/lifecycle.h"
 #include "daemon/node/membership_runner.h"
@@ -66,6 +67,8 @@ struct NodeRuntime::Impl {
   Config c;
   PeerId id;
   std::filesystem::path dir;
+  // Taken before anything in `dir` is read or written, released last (data_dir_lock.h).
+  DataDirLock dirLock{createDataDir(dir)};
   Incarnation incarnation = 0;
   std::shared_ptr<logging::Loggers> loggers;
   logging::Logger nodeLog = loggers->get("node");
@@ -104,6 +107,7 @@ struct NodeRuntime::Impl {
   std::uint64_t nextStatus = 0;
 
   // ---- node_build.cc: the parts, in order ----
+  static const std::filesystem::path& createDataDir(const std::filesystem::path& dir);
   Impl(Config config, std::shared_ptr<logging::Loggers> logs);
   ~Impl();
   HttpServer::Answer putLogLevel(std::string_view query);

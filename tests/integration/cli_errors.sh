@@ -143,5 +143,20 @@ expect "node key missing" "node-5.key" -- run --set data.format=synthetic --set 
 cp "$TMP/keys/node-1.key" "$TMP/keys/node-4.key"
 expect "key not listed" "is not listed for node 4" -- run --set data.format=synthetic --set security.enable=true --set "security.keys_dir=$TMP/keys" --set node.id=4 --set "node.data_dir=$TMP/sec"
 
+# Operator safety: a second daemon on a data directory in use is refused before it touches anything there.
+"$GOSSIPD" run --set data.format=synthetic --set cluster.nodes=1 --set algorithm.rounds=100000000 \
+  --set "node.data_dir=$TMP/busy" --set node.listen=tcp://127.0.0.1:0 --set node.http= >"$TMP/busy.log" 2>&1 &
+BUSY=$!
+for _ in $(seq 1 200); do [ -s "$TMP/busy/endpoint" ] || ! kill -0 $BUSY 2>/dev/null && break; sleep 0.05; done
+if [ -s "$TMP/busy/endpoint" ]; then
+  before=$(cat "$TMP/busy/incarnation")
+  expect "data_dir in use" "^gossipd run: node.data_dir '$TMP/busy' is in use by another gossipd \(pid $BUSY\)" -- \
+    run --set data.format=synthetic --set cluster.nodes=1 --set "node.data_dir=$TMP/busy" --set node.listen=tcp://127.0.0.1:0
+  [ "$(cat "$TMP/busy/incarnation")" = "$before" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused daemon rewrote incarnation"; }
+else
+  fail=$((fail + 1)); echo "FAIL data_dir in use: the first daemon wrote no endpoint file within 10 s:"; sed 's/^/  | /' "$TMP/busy.log"
+fi
+kill $BUSY 2>/dev/null; wait $BUSY 2>/dev/null
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
