@@ -52,7 +52,9 @@ std::vector<std::pair<Round, fs::path>> CheckpointStore::list() const {
 }
 
 std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const {
-  for (const auto& [round, f] : list()) {
+  const auto files = list();
+  std::string newestReason;
+  for (const auto& [round, f] : files) {
     try {
       const Bytes body = engine::readCheckpoint(f);
       ByteReader r(body, "checkpoint");
@@ -65,9 +67,15 @@ std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<
       return next;
     } catch (const std::exception& e) {
       log_->warn("skipping checkpoint {}: {}", f.string(), e.what());
+      if (newestReason.empty()) newestReason = f.filename().string() + ": " + e.what();
     }
   }
-  return std::nullopt;
+  if (files.empty()) return std::nullopt;
+  const std::string which = files.size() == 1 ? "the checkpoint" : "any of the " + std::to_string(files.size()) + " checkpoints";
+  throw ConfigError("node.data_dir: this node cannot resume " + which + " in '" + dir_.string() +
+                    "' with this configuration (newest, " + newestReason +
+                    "); restart with the configuration and node.id that wrote them, or move them away to start "
+                    "from round 0");
 }
 
 void CheckpointStore::write(Round next, std::span<const std::byte> body) const {

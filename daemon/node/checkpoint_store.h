@@ -12,7 +12,7 @@
 //
 // The run-state body: tag "GRUN", u32 node id, u64 the round it continues at, the node's state
 // (algo::Node::save). A file from another node, or one whose container or body does not verify, is
-// skipped with a warning and the next older one is tried.
+// skipped with a warning and the next older one is tried; when none verifies the node refuses to start.
 //
 // Threading: CheckpointStore's methods may run on any one thread at a time; the daemon lists and loads on
 // the node thread before the writer exists and writes only on the Background's worker afterwards (the
@@ -58,7 +58,11 @@ class CheckpointStore {
 
   // Tries the files newest first: the container must verify and the body must be a run state of node
   // `id`; `load` then reads the node's state (and may throw to refuse it). Returns the round the first
-  // accepted file continues at; none when no file was accepted.
+  // accepted file continues at; none when there is no checkpoint file. When there are files and none is
+  // accepted, throws ConfigError naming the directory, the count and the newest file's reason (issue 28):
+  // going on from round 0 would rotate this run's checkpoints away once the new run wrote its own (a
+  // restart with another algorithm, model or node.id lost them all), and `load` may have half-filled the
+  // node's state before it refused.
   std::optional<Round> loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const;
 
   // Writes ckpt-<next>.gsc atomically and durably, then removes all but the newest `keep`.

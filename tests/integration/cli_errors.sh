@@ -157,6 +157,15 @@ else
   fail=$((fail + 1)); echo "FAIL data_dir in use: the first daemon wrote no endpoint file within 10 s:"; sed 's/^/  | /' "$TMP/busy.log"
 fi
 kill $BUSY 2>/dev/null; wait $BUSY 2>/dev/null
+# A restart with another algorithm cannot resume the checkpoints: refused, and they stay (they were skipped,
+# training began at round 0 and rotation deleted them).
+ONE=(run --set data.format=synthetic --set cluster.nodes=1 --set algorithm.rounds=20 --set node.listen=tcp://127.0.0.1:0
+     --set node.http= --set "node.data_dir=$TMP/kept")
+expect_ok "first run writes checkpoints" "" -- "${ONE[@]}"
+n=$(ls "$TMP/kept/checkpoints" | wc -l)
+expect "restart with another algorithm" "^gossipd run: node.data_dir: this node cannot resume (the checkpoint|any of the $n checkpoints) in '$TMP/kept/checkpoints' with this configuration \(newest, ckpt-[0-9]+.gsc: .*\); restart with" -- \
+  "${ONE[@]}" --set algorithm.name=choco
+[ "$n" -ge 1 ] && [ "$(ls "$TMP/kept/checkpoints" | wc -l)" = "$n" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL checkpoints after the refused restart: $n before, $(ls "$TMP/kept/checkpoints" | wc -l) after"; }
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -141,6 +141,16 @@ TEST_CASE("loadNewest: the newest file that verifies and is this node's; the oth
     if (loaded == 200) throw DecodeError("wrong size");
   }) == Round{10});
   CHECK(loaded == 100);
+
+  // No file this node can resume (another node.id, another configuration): a refusal naming the directory,
+  // the count and the newest file's reason, never a fresh start that would rotate them away.
+  CHECK_THROWS_WITH_AS(store.loadNewest(3, load),
+                       ("node.data_dir: this node cannot resume any of the 5 checkpoints in '" +
+                        (d.path / "checkpoints").string() + "' with this configuration (newest, ckpt-50.gsc: " +
+                        "it belongs to node 1); restart with the configuration and node.id that wrote them, or move "
+                        "them away to start from round 0").c_str(),
+                       ConfigError);
+  CHECK(store.list().size() == 5);  // nothing removed
 }
 
 TEST_CASE("the writer on the inline executor: written at once, model files beside, status of what is on disk") {
