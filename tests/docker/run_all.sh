@@ -4,7 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 R=${RESULTS_DIR:-}
-run() { local name=$1; shift; echo "== docker test: $name"; RESULT_JSON=${R:+$R/docker_$name.json} "$@"; }
+run() {
+  local name=$1 t0=$SECONDS
+  shift
+  echo "== docker test: $name"
+  RESULT_JSON=${R:+$R/docker_$name.json} "$@"
+  echo "== docker test: $name passed in $(( (SECONDS - t0) / 60 )) min $(( (SECONDS - t0) % 60 )) s"
+}
 run train_ring8 tests/docker/compose_train.sh docker/ring8.yaml
 run train_grid3x3 tests/docker/compose_train.sh docker/grid3x3.yaml
 run train_random12 tests/docker/compose_train.sh docker/random12.yaml
