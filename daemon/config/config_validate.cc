@@ -95,8 +95,19 @@ void checkNode(const Config& c, std::vector<std::string>& p) {
   if (!c.node.http.empty() && !parseHttpAddress(c.node.http))
     p.push_back("node.http must be HOST:PORT with HOST an IP address or localhost, or \"\" for no HTTP server (got '" +
                 c.node.http + "')");
-  for (std::size_t i = 0; i < c.cluster.seeds.size(); ++i)
-    if (c.cluster.seeds[i].empty()) p.push_back("cluster.seeds[" + std::to_string(i) + "] must not be empty");
+  // A seed is dialled as it is written: "127.0.0.1:17000" passed here and ended the node later with
+  // "internal error" (issue 28); a wildcard or port 0 names nobody to connect to.
+  for (std::size_t i = 0; i < c.cluster.seeds.size(); ++i) {
+    const std::string& s = c.cluster.seeds[i];
+    const std::string key = "cluster.seeds[" + std::to_string(i) + "]";
+    const auto parts = splitTcpEndpoint(s);
+    if (s.empty())
+      p.push_back(key + " must not be empty");
+    else if (!parts || parts->port == "*")
+      p.push_back(key + " must be tcp://HOST:PORT (got '" + s + "')");
+    else if (bindsEveryInterface(s) || parts->port == "0")
+      p.push_back(key + " must name one reachable host and port, not a wildcard (got '" + s + "')");
+  }
   if (c.security.enable && c.security.keys_dir.empty())
     p.push_back("security.keys_dir is required when security.enable = true");
   if (const auto o = logging::parseOverrides(c.node.log_levels); !o.error.empty())

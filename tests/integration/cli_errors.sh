@@ -143,6 +143,8 @@ expect "node key missing" "node-5.key" -- run --set data.format=synthetic --set 
 cp "$TMP/keys/node-1.key" "$TMP/keys/node-4.key"
 expect "key not listed" "is not listed for node 4" -- run --set data.format=synthetic --set security.enable=true --set "security.keys_dir=$TMP/keys" --set node.id=4 --set "node.data_dir=$TMP/sec"
 
+expect "seed without tcp://" "^gossipd run: cluster.seeds\[0\] must be tcp://HOST:PORT \(got '127.0.0.1:17000'\)" -- \
+  run --set data.format=synthetic --set cluster.seeds=127.0.0.1:17000 --set "node.data_dir=$TMP/seedless"
 # Operator safety: a second daemon on a data directory in use is refused before it touches anything there.
 "$GOSSIPD" run --set data.format=synthetic --set cluster.nodes=1 --set algorithm.rounds=100000000 \
   --set "node.data_dir=$TMP/busy" --set node.listen=tcp://127.0.0.1:0 --set node.http= >"$TMP/busy.log" 2>&1 &

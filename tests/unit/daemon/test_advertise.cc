@@ -91,5 +91,15 @@ TEST_CASE("node.http: HOST:PORT with an IP address or localhost, empty for off")
   }
 }
 
+TEST_CASE("cluster.seeds validation: each seed a tcp://HOST:PORT that names one peer") {
+  checkFails("", {"cluster.seeds=127.0.0.1:17000"}, "cluster.seeds[0] must be tcp://HOST:PORT (got '127.0.0.1:17000')");
+  checkFails("", {"cluster.seeds=tcp://a:1, http://b:2"}, "cluster.seeds[1] must be tcp://HOST:PORT (got 'http://b:2')");
+  checkFails("", {"cluster.seeds=tcp://gossip-1"}, "cluster.seeds[0] must be tcp://HOST:PORT");
+  checkFails("", {"cluster.seeds=tcp://gossip-1:*"}, "cluster.seeds[0] must be tcp://HOST:PORT");
+  checkFails("", {"cluster.seeds=tcp://0.0.0.0:7000"}, "cluster.seeds[0] must name one reachable host and port, not a wildcard");
+  checkFails("", {"cluster.seeds=tcp://gossip-1:0"}, "not a wildcard (got 'tcp://gossip-1:0')");
+  CHECK(validate(loadConfig(std::nullopt, {"cluster.seeds=tcp://gossip-1:7000, tcp://10.0.0.2:7000, tcp://[::1]:7000"})).empty());
+}
+
 }  // namespace
 }  // namespace gossip::daemon

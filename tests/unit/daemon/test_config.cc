@@ -162,9 +162,9 @@ TEST_CASE("--set overrides file values in order and takes bare strings, numbers,
   CHECK(c.algorithm.rounds == 300);
   CHECK(c.compressor.name == "topk");
 
-  const Config d = loadConfig(std::nullopt, {"cluster.seeds=[\"x:1\"]", "data.test=", "security.enable=true",
+  const Config d = loadConfig(std::nullopt, {"cluster.seeds=[\"tcp://x:1\"]", "data.test=", "security.enable=true",
                                              "security.keys_dir=keys"});
-  CHECK(d.cluster.seeds == std::vector<std::string>{"x:1"});
+  CHECK(d.cluster.seeds == std::vector<std::string>{"tcp://x:1"});
   CHECK(d.data.test.empty());
   CHECK(d.security.enable);
 }
