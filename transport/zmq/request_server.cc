@@ -73,7 +73,10 @@ std::optional<RequestServer::Request> RequestServer::receive() {
 bool RequestServer::reply(std::string_view identity, std::string_view body) {
   zmq::socket_t& router = impl_->router;
   try {
-    if (!router.send(zmq::buffer(identity), zmq::send_flags::sndmore)) return false;
+    // Never blocks: with router_mandatory a send to a client whose queue is full waits until it drains,
+    // and a stopped (SIGSTOP) or dying client never drains it; the node thread that replies hung there
+    // (seen as a unit test stuck in zmq_send under load). A full queue fails the reply like a gone client.
+    if (!router.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
     return router.send(zmq::buffer(body), zmq::send_flags::dontwait).has_value();
   } catch (const zmq::error_t&) {
     // EHOSTUNREACH (router_mandatory): the client's connection is gone; the monitor reports it too.

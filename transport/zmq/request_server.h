@@ -45,7 +45,8 @@ class RequestServer {
   // The next waiting request, or nullopt when none is waiting. Never blocks.
   std::optional<Request> receive();
   // Sends `body` to the client with routing id `identity`; false when it was not sent (no client has that
-  // routing id: it never connected, or its connection closed).
+  // routing id: it never connected, or its connection closed; or its queue is full: it stopped reading).
+  // Never blocks.
   bool reply(std::string_view identity, std::string_view body);
   // The next connection event, or nullopt when none is waiting. Never blocks.
   std::optional<ConnectionEvent> takeConnectionEvent();
