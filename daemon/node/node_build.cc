@@ -161,6 +161,14 @@ void NodeRuntime::Impl::makeEngine() {
 void NodeRuntime::Impl::loadNewestCheckpoint() {
   const auto next = checkpoints.loadNewest(id, [this](ByteReader& r) { engine->node().load(r); });
   if (!next) return;
+  // A finished run is not resumed: its nodes would start at the last round, take a neighbour's model by
+  // state transfer and rewrite their final models and checkpoints (issue 28: `gossipd cluster` run twice
+  // on one directory left nodes' model.npy byte-identical to node 1's, with exit 0).
+  if (*next >= c.algorithm.rounds)
+    throw ConfigError("node.data_dir: the run in '" + dir.string() + "' is finished (its newest checkpoint is at round " +
+                      std::to_string(*next) + ", algorithm.rounds = " + std::to_string(c.algorithm.rounds) +
+                      "; the model is in model.npy); raise algorithm.rounds to train on, or give an empty "
+                      "node.data_dir to start anew");
   // The edges were with the previous life's neighbours, who drop theirs when they see our new
   // incarnation: keep the model, drop the edges (and with them the dual shares).
   engine->dropAllEdges();

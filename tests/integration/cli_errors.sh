@@ -168,6 +168,11 @@ n=$(ls "$TMP/kept/checkpoints" | wc -l)
 expect "restart with another algorithm" "^gossipd run: node.data_dir: this node cannot resume (the checkpoint|any of the $n checkpoints) in '$TMP/kept/checkpoints' with this configuration \(newest, ckpt-[0-9]+.gsc: .*\); restart with" -- \
   "${ONE[@]}" --set algorithm.name=choco
 [ "$n" -ge 1 ] && [ "$(ls "$TMP/kept/checkpoints" | wc -l)" = "$n" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL checkpoints after the refused restart: $n before, $(ls "$TMP/kept/checkpoints" | wc -l) after"; }
+# The same run again on its finished directory: refused, the final model untouched; more rounds train on.
+sum=$(md5sum <"$TMP/kept/model.npy")
+expect "rerun of a finished run" "^gossipd run: node.data_dir: the run in '$TMP/kept' is finished \(its newest checkpoint is at round 20, algorithm.rounds = 20" -- "${ONE[@]}"
+[ "$(md5sum <"$TMP/kept/model.npy")" = "$sum" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused rerun changed model.npy"; }
+expect_ok "more rounds train on" "resumed at round 20" -- "${ONE[@]}" --set algorithm.rounds=30
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
