@@ -17,7 +17,7 @@ constexpr const char* kRunUsage =
     "  One node: joins the cluster through cluster.seeds (none: it is the first node), trains with its\n"
     "  graph neighbours and writes checkpoints, model.npy/model.json and status.json to node.data_dir.\n"
     "  A node restarted on the same data_dir resumes from its newest valid checkpoint as a new\n"
-    "  incarnation. SIGTERM/Ctrl-C: checkpoint, announce the leave, exit 0.\n"
+    "  incarnation. SIGTERM/Ctrl-C/SIGHUP: checkpoint, announce the leave, exit 0.\n"
     "  --config F     TOML configuration (docs/config.md lists every key)\n"
     "  --set S.K=V    override one key after the file; repeatable\n";
 
@@ -43,6 +43,9 @@ int run(std::vector<std::string> argv) {
     }
   }
   const daemon::Config config = daemon::loadConfig(configFile, sets);
+  // Before the node is built: building waits for a trainer and loads the data, and a SIGTERM or Ctrl-C
+  // there killed the process outright (issue 28). The waits see the request; loading finishes first.
+  daemon::installStopSignals();
   std::unique_ptr<daemon::NodeRuntime> node;
   try {
     node = std::make_unique<daemon::NodeRuntime>(config);
@@ -52,7 +55,6 @@ int run(std::vector<std::string> argv) {
     // A port in use or an unwritable data directory is the user's to fix: one line, exit 2.
     throw ConfigError(e.what());
   }
-  daemon::installStopSignals();
   return node->run();
 }
 

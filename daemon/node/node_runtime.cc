@@ -30,6 +30,7 @@ void installStopSignals() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal: stop cleanly too (it killed the node with no checkpoint)
 }
 
 int NodeRuntime::run() { return impl_->run(); }

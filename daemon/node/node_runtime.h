@@ -58,7 +58,8 @@ class NodeRuntime {
 // node.log_level, node.log_levels and node.log_format, with the node's id on every line.
 logging::Options loggerOptions(const NodeConfig& node);
 
-// Installs SIGTERM/SIGINT handlers that ask every NodeRuntime::run to stop cleanly.
+// Installs SIGTERM/SIGINT/SIGHUP handlers that ask every NodeRuntime (its construction's waits and run) to
+// stop cleanly. Call before constructing one.
 void installStopSignals();
 
 }  // namespace gossip::daemon

@@ -174,5 +174,22 @@ expect "rerun of a finished run" "^gossipd run: node.data_dir: the run in '$TMP/
 [ "$(md5sum <"$TMP/kept/model.npy")" = "$sum" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused rerun changed model.npy"; }
 expect_ok "more rounds train on" "resumed at round 20" -- "${ONE[@]}" --set algorithm.rounds=30
 
+# SIGTERM and SIGHUP while the node waits for its trainer (during construction): a clean stop, exit 0 (the
+# handlers were installed after construction, so the signal killed it: exit 143 / 129).
+for sig in TERM HUP; do
+  "$GOSSIPD" run --set trainer.enable=true --set cluster.nodes=1 --set "node.data_dir=$TMP/wait-$sig" \
+    --set node.listen=tcp://127.0.0.1:0 --set node.http= >"$TMP/wait-$sig.log" 2>&1 &
+  W=$!
+  for _ in $(seq 1 200); do grep -q "waiting for a trainer" "$TMP/wait-$sig.log" 2>/dev/null || ! kill -0 $W 2>/dev/null && break; sleep 0.05; done
+  kill -$sig $W
+  wait $W
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "stopped before a trainer attached" "$TMP/wait-$sig.log"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL SIG$sig while waiting for a trainer: exit $rc"; sed 's/^/  | /' "$TMP/wait-$sig.log"
+  fi
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
