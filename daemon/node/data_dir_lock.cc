@@ -42,7 +42,8 @@ DataDirLock::DataDirLock(const std::filesystem::path& dataDir) {
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   // The pid is for the message above only: a failed write leaves the lock held, which is what matters.
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) return;
+  const bool written = ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size());
+  (void)written;
 }
 
 DataDirLock::~DataDirLock() {
