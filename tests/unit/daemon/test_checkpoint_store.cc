@@ -276,8 +276,8 @@ TEST_CASE("LatestOnly on the inline executor runs each job at once") {
 }
 
 namespace {
-// A model whose accuracy is x[0] (a negative one throws) and which records the rounds (x[1]) it was asked about; `gate` holds it
-// inside an evaluation when set.
+// A model whose accuracy is x[0] (a negative one throws) and which records the rounds (x[1]) it was asked
+// about; `gate` holds it inside an evaluation when set.
 class RecordingModel final : public training::Model {
  public:
   Gate* gate = nullptr;
