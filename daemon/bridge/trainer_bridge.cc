@@ -140,8 +140,9 @@ struct TrainerBridge::Impl {
   }
 
   void send(const std::string& identity, const json& body) {
-    // A reply that fails went to a trainer whose connection is gone: the monitor reports that, and
-    // readMonitor() detaches it, so the failure itself needs no handling here.
+    // A reply fails when the trainer's connection is gone (the monitor reports that and readMonitor()
+    // detaches it) or when the trainer stopped reading and its queue is full (the reply is dropped rather
+    // than hold the node thread; request_server.h). Neither needs handling here.
     (void)server->reply(identity, body.dump());
   }
   // {"op":"error","code":...,"error":why}: the code for programs (daemon/bridge/bridge_errors.h), the text for people.
