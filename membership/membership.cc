@@ -298,6 +298,17 @@ bool Membership::apply(const MemberInfo& rec, MsClock::time_point now, bool& ref
       cur.state = MemberState::Suspect;
       break;
     case MemberState::Dead:
+      if (it->second.heard && now - *it->second.heard < suspicionTimeout()) {
+        // It spoke to us while its accuser's suspicion ran: hold it as our own suspicion (header comment).
+        if (cur.state == MemberState::Suspect) return false;  // one already runs: its timer decides
+        cur.state = MemberState::Suspect;
+        cur.version = std::max(cur.version, rec.version);
+        it->second.suspect_since = now;
+        it->second.accused_by_us = it->second.checked = false;
+        ++stats_.deaths_doubted;
+        events_.push_back({MembershipEvent::Kind::Suspected, rec.id, rec.incarnation});
+        break;
+      }
       cur.state = MemberState::Dead;
       events_.push_back({MembershipEvent::Kind::Died, rec.id, rec.incarnation});
       break;
@@ -318,7 +329,39 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
   if (kind != kJoin) joined_ = true;
   bool refuted = false;
   apply(m.sender, now, refuted);
-  for (const auto& rec : m.list) apply(rec, now, refuted);
+  if (const auto sit = members_.find(from); from != self_id_ && sit != members_.end() &&
+                                            sit->second.info.incarnation == m.sender.incarnation)
+    sit->second.heard = now;
+
+  // A Dead verdict on this life of ours is contested (header comment): taken only with the accuser's
+  // table in hand and its side the larger.
+  const MemberInfo& me = members_.at(self_id_).info;
+  const auto deadOnMe = [&](const std::vector<MemberInfo>& records) {
+    return std::any_of(records.begin(), records.end(), [&](const MemberInfo& r) {
+      return r.id == self_id_ && r.incarnation == me.incarnation && r.state == MemberState::Dead;
+    });
+  };
+  bool contested = false;
+  if (from != self_id_ && !left_ && !declared_dead_) {
+    if (kind == kJoinReply && deadOnMe(m.list)) {
+      if (accuserWins(m.sender, m.list)) {
+        rejoin_via_ = m.sender.endpoint;  // the list's own Dead record on us sets declared_dead_ below
+      } else {
+        contested = true;
+        ++stats_.verdicts_rejected;
+      }
+    } else if (deadOnMe(m.updates)) {
+      contested = true;
+      contest(from, m.sender.endpoint, now);
+    }
+  }
+  // What a contested message says of us, and the deaths it reports of members we hold live, wait for the
+  // comparison; a JoinReply we outnumber is about a side that rejoins, so none of it applies.
+  const auto deferred = [&](const MemberInfo& rec) {
+    return contested && (kind == kJoinReply || (rec.state == MemberState::Dead && (rec.id == self_id_ || isLive(rec.id))));
+  };
+  for (const auto& rec : m.list)
+    if (!deferred(rec)) apply(rec, now, refuted);
   // Rumours older than what we know are answered with our record: a node still spreading a suspicion that
   // was refuted (or life of a member that died) is corrected at once, instead of seeding new suspicion
   // timers after the refutation's own retransmissions ran out.
@@ -332,7 +375,7 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
            (!live(cur.state) || (rec.state == MemberState::Suspect && cur.version > rec.version))))
         forced.push_back(rec.id);
     }
-    apply(rec, now, refuted);
+    if (!deferred(rec)) apply(rec, now, refuted);
   }
 
   if (from == self_id_ || declared_dead_) return;  // a dead node stays silent until the daemon restarts it
@@ -399,6 +442,31 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
   }
   if (!answered && kind != kLeave && (refuted || !forced.empty()))
     sendMsg(from, from_endpoint, kGossip, Message{}, forced);
+}
+
+// Would the side of `accuser` (the members its table holds live, itself included) outnumber our camp (the
+// members we hold live and it does not, ourselves included)? Ties go to the side with the lowest id. After
+// a clean partition the sets are the two sides, and the two ends of a contest reach opposite answers.
+bool Membership::accuserWins(const MemberInfo& accuser, const std::vector<MemberInfo>& table) const {
+  std::vector<std::pair<PeerId, Incarnation>> side{{accuser.id, accuser.incarnation}};
+  for (const auto& r : table)
+    if (live(r.state) && r.id != self_id_ && r.id != accuser.id) side.emplace_back(r.id, r.incarnation);
+  std::sort(side.begin(), side.end());
+  std::vector<PeerId> camp;
+  for (const auto& [id, e] : members_)
+    if (live(e.info.state) && !std::binary_search(side.begin(), side.end(), std::make_pair(id, e.info.incarnation)))
+      camp.push_back(id);  // members_ is sorted by id, and holds us: camp is never empty
+  if (side.size() != camp.size()) return side.size() > camp.size();
+  return side.front().first < camp.front();
+}
+
+// Asks the accuser for its table (a Join: any member answers it with a JoinReply holding its verdicts).
+void Membership::contest(PeerId accuser, const std::string& endpoint, MsClock::time_point now) {
+  Entry& e = members_.at(accuser);  // receive() applied its record first
+  if (e.next_challenge && now < *e.next_challenge) return;
+  e.next_challenge = now + opt_.probe_interval;
+  ++stats_.verdicts_contested;
+  sendMsg(accuser, endpoint, kJoin, Message{});
 }
 
 void Membership::suspect(PeerId id, MsClock::time_point now) {

@@ -34,6 +34,24 @@
 //    Dead (its id and current incarnation) never refutes: declaredDead() turns true and the daemon restarts
 //    it as incarnation+1. A message from a member we hold as Suspect/Dead is answered with that record, so a
 //    node back from a pause learns its fate even if nobody gossips to it.
+//  - Contested verdicts (partition healing, below): a Dead verdict on us is taken only from a JoinReply,
+//    i.e. with the accuser's whole table in hand. Heard in gossip, it makes us send the accuser a Join (at
+//    most one per probe_interval) and is not applied. With the table, we compare the accuser's side (the
+//    members it holds live) with our camp (the members we hold live and it does not, ourselves included):
+//    we accept death when its side is larger, or as large with the smaller lowest id. After a partition
+//    both sides hold the other dead, and both compute the same comparison from opposite ends, so exactly
+//    one side rejoins; a node back from a pause (camp: itself) always does. Before this, every verdict was
+//    taken: after a one-node cut healed, the cut-off node's "dead" verdicts on the other seven made all
+//    seven rejoin (issue 28). The accuser that won is where the daemon rejoins (rejoinVia()): joining
+//    through a member of the losing side would give the new life that side's stale tombstones.
+//    While a verdict on us is contested, the same message's Dead verdicts on members we hold live are not
+//    applied either: they belong to the other side of the same partition.
+//  - Second-hand deaths of members we hear from: a Dead verdict on member X, heard from someone else while
+//    X itself spoke to us within the last suspicion timeout, becomes a suspicion we hold ourselves: X
+//    refutes it if it is alive, and our own timer declares it dead if not. The verdict came from a node
+//    that could not reach X, which says nothing about us reaching it; taken at once it took every
+//    neighbour from a node of the healed side in tests/netns/netns_split.sh, and that node, alone, ran the
+//    rest of its rounds at compute speed and left the run.
 //  - A rumour older than what we know (a refuted suspicion, a dead member said to be alive, an older
 //    incarnation) is answered with our record, so a node still spreading it is corrected at once.
 //  - Dissemination: every state change is queued (one entry per member, newest first) and piggybacked on
@@ -132,6 +150,9 @@ struct MembershipStats {
   std::uint64_t suspicions_refuted = 0;    // suspicions of ourselves we refuted
   std::uint64_t deaths_declared = 0;       // by our own suspicion timers
   std::uint64_t join_attempts = 0;
+  std::uint64_t verdicts_contested = 0;    // Dead verdicts on us answered with a Join to the accuser
+  std::uint64_t verdicts_rejected = 0;     // ...where our camp was the larger side, so we stayed
+  std::uint64_t deaths_doubted = 0;        // second-hand deaths of members we heard from, held as suspicions
   bool operator==(const MembershipStats&) const = default;
 };
 
@@ -159,6 +180,9 @@ class Membership {
   bool joined() const { return joined_; }
   bool declaredDead() const { return declared_dead_; }
   bool hasLeft() const { return left_; }
+  // Once declaredDead() by a contested verdict: the endpoint of the accuser whose side won, to rejoin
+  // through (its side is the cluster that goes on). Empty otherwise.
+  const std::string& rejoinVia() const { return rejoin_via_; }
   const MemberInfo& self() const { return members_.at(self_id_).info; }
   std::vector<MemberInfo> members() const;        // everyone known, any state, sorted by id
   std::vector<engine::Member> alive() const;      // Alive + Suspect, incl. self, sorted by id
@@ -173,6 +197,8 @@ class Membership {
     bool accused_by_us = false;          // our probe raised its current suspicion
     bool checked = false;                // we probed it ourselves halfway through the suspicion
     MsClock::time_point next_notice{};   // when we tell it again that it is suspected
+    std::optional<MsClock::time_point> heard;           // its last message to us (its own record, this life)
+    std::optional<MsClock::time_point> next_challenge;  // when we may contest its verdict on us again
   };
   struct Probe {
     PeerId target;
@@ -204,6 +230,8 @@ class Membership {
   void sendPing(PeerId target, const std::string& endpoint, std::uint32_t seq,
                 std::span<const PeerId> forced = {});
   bool apply(const MemberInfo& rec, MsClock::time_point now, bool& refuted);
+  bool accuserWins(const MemberInfo& accuser, const std::vector<MemberInfo>& table) const;
+  void contest(PeerId accuser, const std::string& endpoint, MsClock::time_point now);
   void suspect(PeerId id, MsClock::time_point now);
   void noticeSuspects(MsClock::time_point now);
   void startProbe(PeerId id, MsClock::time_point now);
@@ -239,6 +267,7 @@ class Membership {
   bool joined_ = false;
   bool declared_dead_ = false;
   bool left_ = false;
+  std::string rejoin_via_;
   std::vector<MembershipEvent> events_;
   MembershipStats stats_;
 };

@@ -135,6 +135,11 @@ bool MembershipRunner::declaredDead() const {
   return membership_->declaredDead();
 }
 
+std::string MembershipRunner::rejoinVia() const {
+  std::lock_guard lock(mutex_);
+  return membership_->rejoinVia();
+}
+
 std::vector<peer::MemberInfo> MembershipRunner::members() const {
   std::lock_guard lock(mutex_);
   return membership_->members();

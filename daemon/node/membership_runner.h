@@ -72,6 +72,7 @@ class MembershipRunner {
   void hintUnreachable(PeerId id);
   bool joined() const;
   bool declaredDead() const;
+  std::string rejoinVia() const;  // Membership::rejoinVia: where to rejoin after a contested verdict
   std::vector<peer::MemberInfo> members() const;
   std::vector<engine::Member> alive() const;
   peer::MembershipStats stats() const;

@@ -187,8 +187,9 @@ void NodeRuntime::Impl::makeMembership() {
   mo.suspicion_mult = c.cluster.suspicion_mult;
   mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
   std::vector<std::string> seeds;
+  if (!rejoinVia.empty()) seeds.push_back(rejoinVia);  // tried first: Membership's join goes in order
   for (const auto& s : c.cluster.seeds)
-    if (s != zmq->endpoint() && s != advertised) seeds.push_back(s);  // a seed list may name this node
+    if (s != zmq->endpoint() && s != advertised && s != rejoinVia) seeds.push_back(s);  // may name this node
   for (const auto& s : extraSeeds)
     if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
   auto m = std::make_unique<peer::Membership>(

@@ -100,6 +100,7 @@ struct NodeRuntime::Impl {
   std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
   std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
   std::vector<std::string> extraSeeds;           // members known before a rejoin
+  std::string rejoinVia;                         // the member whose side outnumbered ours, tried first
   NodeReport report{c, nodeLog, memberLog};
   Lifecycle life{c, id, nodeLog, detail::stopRequested(),
                  {.afterRound = [this](Round done) { afterRound(done); },

@@ -316,6 +316,18 @@ TEST_CASE("membership: a node cut off from everyone learns it was declared dead 
   CHECK(net.at(3).alive() == std::vector<engine::Member>{{3, 0}});
   for (PeerId id : {1, 2, 4, 5}) CHECK(net.infoAt(id, 3)->state == MemberState::Dead);
   CHECK_FALSE(net.at(3).declaredDead());
+  // Half reconnected first, node 3 to the others only: its re-contact pings carry its verdicts on them.
+  // Each contests the verdict (a Join back, which is lost) instead of taking it; before, each receiver
+  // took its "death" and rejoined as a new incarnation.
+  net.blocked.clear();
+  for (PeerId id : {1, 2, 4, 5}) net.blocked.insert({id, 3});
+  net.run(6s);
+  std::uint64_t contested = 0;
+  for (PeerId id : {1, 2, 4, 5}) {
+    CHECK_FALSE(net.at(id).declaredDead());
+    contested += net.at(id).stats().verdicts_contested;
+  }
+  CHECK(contested > 0);
   // Reconnected: nobody probes the dead, so only node 3's knocking can bring the two sides together.
   net.blocked.clear();
   const ms took = net.runUntil([&] { return net.at(3).declaredDead(); }, 10s);
@@ -323,6 +335,19 @@ TEST_CASE("membership: a node cut off from everyone learns it was declared dead 
   CHECK(took <= 10s);
   // The others never took it back as the old incarnation.
   for (PeerId id : {1, 2, 4, 5}) CHECK(net.infoAt(id, 3)->state == MemberState::Dead);
+  // It rejoins through a member of the side that outnumbered it, and only it rejoins.
+  const std::string via = net.at(3).rejoinVia();
+  CHECK(via != "");
+  net.add(3, {via}, 1);
+  const ms merged = net.runUntil([&] { return net.converged(iota(1, 5)); }, 10s);
+  MESSAGE("merged again " << merged.count() << " ms after it rejoined");
+  CHECK(merged <= 5s);
+  net.run(10s);
+  CHECK(net.converged(iota(1, 5)));
+  for (PeerId id : {1, 2, 4, 5}) {
+    CHECK_FALSE(net.at(id).declaredDead());
+    CHECK(net.nodes.at(id).incarnation == 0);
+  }
 }
 
 TEST_CASE("membership: a restarted node replaces its old incarnation everywhere") {
@@ -362,7 +387,12 @@ TEST_CASE("membership: a restarted node replaces its old incarnation everywhere"
 // A 4/4 partition long enough for each half to declare the other dead, then healed. Dead is final, so
 // the halves merge only if someone speaks to a Dead member again (recontact_interval) and the member told
 // it was declared dead rejoins as a new incarnation, as the daemon does (restart() below).
-static bool partitionHeals(MembershipOptions opt) {
+struct HealResult {
+  bool merged = false;
+  std::set<PeerId> rejoined;  // nodes that were declared dead and came back as a new incarnation
+};
+static HealResult partitionHeals(MembershipOptions opt) {
+  HealResult result;
   SimNet net(11);
   net.options = opt;
   net.addCluster(8);
@@ -378,22 +408,30 @@ static bool partitionHeals(MembershipOptions opt) {
   const auto restart = [&] {
     for (PeerId id : iota(1, 8)) {
       if (!net.at(id).declaredDead()) continue;
+      // As the daemon does: first through the accuser whose side won, then through everyone it knew.
       std::vector<std::string> seeds;
+      if (!net.at(id).rejoinVia().empty()) seeds.push_back(net.at(id).rejoinVia());
       for (const auto& m : net.at(id).members())
         if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seeds.push_back(m.endpoint);
       net.add(id, seeds, net.nodes.at(id).incarnation + 1);
+      result.rejoined.insert(id);
     }
   };
   const ms took = net.runUntil([&] { restart(); return net.converged(iota(1, 8)); }, 60s);
-  MESSAGE("merged after " << took.count() << " ms (recontact every " << opt.recontact_interval.count() << " ms)");
-  return took <= 60s;
+  MESSAGE("merged after " << took.count() << " ms (recontact every " << opt.recontact_interval.count() << " ms), "
+                          << result.rejoined.size() << " nodes rejoined");
+  result.merged = took <= 60s;
+  return result;
 }
 
 TEST_CASE("membership: halves that declared each other dead merge again after the partition heals") {
-  CHECK(partitionHeals(MembershipOptions{}));
+  const HealResult healed = partitionHeals(MembershipOptions{});
+  CHECK(healed.merged);
+  // One side rejoins, the other goes on: the sides tie at four, and the one holding the lowest id stays.
+  CHECK(healed.rejoined == std::set<PeerId>{5, 6, 7, 8});
   MembershipOptions off;
   off.recontact_interval = 0ms;
-  CHECK_FALSE(partitionHeals(off));  // the mechanism above is what merges them
+  CHECK_FALSE(partitionHeals(off).merged);  // the mechanism above is what merges them
 }
 
 TEST_CASE("membership: a graceful leave is Left everywhere at once, without suspicion") {
@@ -499,11 +537,8 @@ Bytes header(std::uint8_t kind, const MemberInfo& sender) {
 }
 
 // A Gossip message (kind 7) from `sender` carrying `updates`, built by hand from the documented format.
-Bytes gossipMsg(const MemberInfo& sender, const std::vector<MemberInfo>& updates) {
-  Bytes b = header(7, sender);
-  ByteWriter w(b);
-  w.put(static_cast<std::uint16_t>(updates.size()));
-  for (const auto& u : updates) {
+void putRecords(ByteWriter& w, const std::vector<MemberInfo>& records) {
+  for (const auto& u : records) {
     w.put(u.id);
     w.put(u.incarnation);
     w.put(u.version);
@@ -511,6 +546,22 @@ Bytes gossipMsg(const MemberInfo& sender, const std::vector<MemberInfo>& updates
     w.put(static_cast<std::uint16_t>(u.endpoint.size()));
     std::memcpy(w.reserveTail(u.endpoint.size()), u.endpoint.data(), u.endpoint.size());
   }
+}
+
+Bytes gossipMsg(const MemberInfo& sender, const std::vector<MemberInfo>& updates) {
+  Bytes b = header(7, sender);
+  ByteWriter w(b);
+  w.put(static_cast<std::uint16_t>(updates.size()));
+  putRecords(w, updates);
+  return b;
+}
+
+Bytes joinReplyMsg(const MemberInfo& sender, const std::vector<MemberInfo>& table) {
+  Bytes b = header(2, sender);
+  ByteWriter w(b);
+  w.put(static_cast<std::uint32_t>(table.size()));
+  putRecords(w, table);
+  w.put(std::uint16_t{0});
   return b;
 }
 
@@ -570,16 +621,66 @@ TEST_CASE("membership: precedence of updates within and across incarnations") {
       {Kind::Died, 5, 3},      {Kind::Joined, 5, 4},  {Kind::Left, 5, 4}};
   CHECK(ev == want);
 
-  // About ourselves: a suspicion is refuted with a higher version and answered; death is accepted.
+  // About ourselves: a suspicion is refuted with a higher version and answered.
   out.clear();
   say({1, 0, 0, endpointOf(1), MemberState::Suspect});
   CHECK(m.self().version == 1);
   CHECK(m.stats().suspicions_refuted == 1);
   CHECK(out.size() == 1);
   CHECK_FALSE(m.declaredDead());
+  // Death heard in gossip is contested: the accuser is asked for its table (a Join), nothing applies.
+  out.clear();
   say({1, 0, 1, endpointOf(1), MemberState::Dead});
+  CHECK_FALSE(m.declaredDead());
+  CHECK(m.stats().verdicts_contested == 1);
+  REQUIRE(out.size() == 1);
+  CHECK(static_cast<int>(out[0][5]) == 1);  // kind: Join
+  // Its side is 9 alone against our camp of 1 alone: a tie, and our camp holds the lower id.
+  const MemberInfo deadOne{1, 0, 1, endpointOf(1), MemberState::Dead};
+  m.receive(9, joinReplyMsg(nine, {deadOne, nine}), t);
+  CHECK_FALSE(m.declaredDead());
+  CHECK(m.stats().verdicts_rejected == 1);
+  // A side of three outnumbers us: death is taken, and the accuser is where to rejoin.
+  const MemberInfo seven{7, 0, 0, endpointOf(7), MemberState::Alive}, eight{8, 0, 0, endpointOf(8), MemberState::Alive};
+  m.receive(9, joinReplyMsg(nine, {deadOne, seven, eight, nine}), t);
   CHECK(m.declaredDead());
+  CHECK(m.rejoinVia() == endpointOf(9));
   CHECK(m.self().version == 1);
+}
+
+TEST_CASE("membership: a second-hand death of a member that spoke to us within the timeout is a suspicion") {
+  std::vector<std::pair<PeerId, Bytes>> out;
+  Membership m({1, 0, 0, endpointOf(1), MemberState::Alive}, {}, {}, [&](PeerId to, const std::string&, Bytes b) {
+    out.emplace_back(to, std::move(b));
+  }, 1);
+  const MemberInfo two{2, 0, 0, endpointOf(2), MemberState::Alive}, three{3, 0, 0, endpointOf(3), MemberState::Alive};
+  TP t = TP{} + 1s;
+  m.receive(2, gossipMsg(two, {}), t);
+  m.receive(3, gossipMsg(three, {}), t);
+  auto stateOf = [&](PeerId id) {
+    for (const auto& i : m.members())
+      if (i.id == id) return i.state;
+    return MemberState::Left;
+  };
+  // Node 3 says 2 is dead, 100 ms after 2 spoke to us: held as our suspicion, not as a death.
+  t += 100ms;
+  MemberInfo deadTwo = two;
+  deadTwo.state = MemberState::Dead;
+  m.receive(3, gossipMsg(three, {deadTwo}), t);
+  CHECK(stateOf(2) == MemberState::Suspect);
+  CHECK(m.stats().deaths_doubted == 1);
+  // Node 2 is alive and refutes it.
+  MemberInfo two1 = two;
+  two1.version = 1;
+  m.receive(2, gossipMsg(two1, {}), t + 50ms);
+  CHECK(stateOf(2) == MemberState::Alive);
+  // Silent for longer than the suspicion timeout, the same verdict is a death.
+  t += m.suspicionTimeout() + 100ms;
+  m.tick(t);
+  deadTwo.version = 1;
+  m.receive(3, gossipMsg(three, {deadTwo}), t);
+  CHECK(stateOf(2) == MemberState::Dead);
+  CHECK(m.stats().deaths_doubted == 1);
 }
 
 TEST_CASE("membership: malformed input throws DecodeError and changes nothing") {
