@@ -91,7 +91,7 @@ Membership::Membership(MemberInfo self, std::vector<std::string> seeds, Membersh
   // Our own endpoint among the seeds (a shared seed list) would only make us wait for ourselves.
   for (auto& s : seeds)
     if (s != self.endpoint) seeds_.push_back(std::move(s));
-  members_[self_id_] = Entry{std::move(self), {}};
+  members_[self_id_].info = std::move(self);
   if (seeds_.empty()) got_list_ = joined_ = true;  // the first node
 }
 
@@ -269,7 +269,9 @@ bool Membership::apply(const MemberInfo& rec, MsClock::time_point now, bool& ref
     if (it != members_.end() && live(it->second.info.state))
       events_.push_back({MembershipEvent::Kind::Died, rec.id, it->second.info.incarnation});
     Entry& e = members_[rec.id];
-    e = Entry{rec, now};
+    e = Entry{};
+    e.info = rec;
+    e.suspect_since = now;
     if (live(rec.state)) events_.push_back({MembershipEvent::Kind::Joined, rec.id, rec.incarnation});
     if (rec.state == MemberState::Suspect)
       events_.push_back({MembershipEvent::Kind::Suspected, rec.id, rec.incarnation});
@@ -662,6 +664,11 @@ void Membership::hintUnreachable(PeerId id, MsClock::time_point now) {
   if (left_ || declared_dead_ || id == self_id_ || !isLive(id)) return;
   if (std::any_of(probes_.begin(), probes_.end(), [&](const Probe& p) { return p.target == id; })) return;
   startProbe(id, now);
+}
+
+bool Membership::isolated() const {
+  if (!joined_ || liveCount() > 1) return false;
+  return std::any_of(members_.begin(), members_.end(), [](const auto& kv) { return kv.second.info.state == MemberState::Dead; });
 }
 
 std::vector<MemberInfo> Membership::members() const {

@@ -180,6 +180,10 @@ class Membership {
   bool joined() const { return joined_; }
   bool declaredDead() const { return declared_dead_; }
   bool hasLeft() const { return left_; }
+  // Joined, and every other member we know of is Dead (none Left only): we lost the cluster (our network
+  // was cut, or everyone else crashed) and knock on the dead until someone answers. False for a first
+  // node still alone, and for the last one of a run whose others left.
+  bool isolated() const;
   // Once declaredDead() by a contested verdict: the endpoint of the accuser whose side won, to rejoin
   // through (its side is the cluster that goes on). Empty otherwise.
   const std::string& rejoinVia() const { return rejoin_via_; }

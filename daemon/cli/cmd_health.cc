@@ -23,7 +23,8 @@ namespace fs = std::filesystem;
 constexpr const char* kHealthUsage =
     "usage: gossipd health --dir D [--max-age-ms M]\n"
     "  Exit 0 when the node with node.data_dir D is up: D/status.json was rewritten within M ms\n"
-    "  (default 10000) and the node is joining, syncing or training. Exit 1 otherwise, with the reason.\n";
+    "  (default 10000) and the node is joining, syncing or training and not isolated (every other member\n"
+    "  dead). Exit 1 otherwise, with the reason.\n";
 
 // The reason the node is unhealthy, or nullopt when it is healthy; `summary` describes a healthy node.
 std::optional<std::string> diagnose(const fs::path& dir, std::uint64_t maxAgeMs, std::string& summary) {
@@ -41,6 +42,9 @@ std::optional<std::string> diagnose(const fs::path& dir, std::uint64_t maxAgeMs,
     return quoted + " is not a node status";
   const std::string state = status["state"];
   if (state != "joining" && state != "syncing" && state != "training") return "the node is " + state;
+  if (status.value("isolated", false))
+    return "the node is isolated: every other member is dead, its rounds are held at round " +
+           status.value("round", nlohmann::json(0)).dump() + " (is its network cut?)";
   if (age.count() > static_cast<std::int64_t>(maxAgeMs))
     return quoted + " is " + std::to_string(age.count()) + " ms old (limit " +
            std::to_string(maxAgeMs) + "): the node stopped writing it";

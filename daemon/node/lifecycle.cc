@@ -17,6 +17,7 @@ void Lifecycle::rejoined(Round next, std::uint64_t now) {
   resumed_ = true;
   rejoined_ = true;
   resumeRound_ = next;
+  isolated_ = false;
   state_ = NodeState::Joining;
   since_ = now;
 }
@@ -115,6 +116,21 @@ void Lifecycle::stepSyncing(std::uint64_t now) {
 bool Lifecycle::stepTraining(std::uint64_t now) {
   auto& e = *p_.engine;
   if (!e.inRound() && stop_) return false;
+  // Every other member dead (our network was cut, or all of them crashed): rounds wait for one to come
+  // back. Alone, a node ran the rest of its rounds at compute speed, finished, and reported itself done
+  // and healthy with a model of its shard alone (issue 28; in tests/netns/netns_split.sh it left the run
+  // in the middle of the merge); and when its network comes back it rejoins with a state transfer that
+  // replaces whatever it trained alone. Checked only with no view neighbour, so it costs nothing else.
+  const bool isolated = !e.inRound() && e.viewNeighbors().empty() && p_.membership->isolated();
+  if (isolated != isolated_) {
+    isolated_ = isolated;
+    if (isolated)
+      log_->warn("every other member is dead: holding round {} until one of them is back (its network may be cut)",
+                 e.nextRound());
+    else
+      log_->info("a member is back: training on from round {}", e.nextRound());
+  }
+  if (isolated) return true;
   const engine::RoundStep s = p_.driver->step(now);
   switch (s.event) {
     case engine::RoundEvent::Finished:

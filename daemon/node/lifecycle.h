@@ -83,6 +83,8 @@ class Lifecycle {
   }
 
   NodeState state() const { return state_; }
+  // Training, but every other member is dead: rounds are held until one is back (lifecycle.cc).
+  bool isolated() const { return isolated_; }
   bool resumed() const { return resumed_; }
   Round resumeRound() const { return resumeRound_; }
   const RoundRecord& record() const { return record_; }
@@ -113,6 +115,7 @@ class Lifecycle {
   std::uint64_t finishDeadline_ = 0;
   std::uint64_t stopAt_ = 0;      // when the stop signal was first seen (ms)
   bool progressed_ = false;
+  bool isolated_ = false;
   std::chrono::steady_clock::time_point roundBeganAt_{};
   RoundRecord record_;
 };

@@ -135,6 +135,11 @@ bool MembershipRunner::declaredDead() const {
   return membership_->declaredDead();
 }
 
+bool MembershipRunner::isolated() const {
+  std::lock_guard lock(mutex_);
+  return membership_->isolated();
+}
+
 std::string MembershipRunner::rejoinVia() const {
   std::lock_guard lock(mutex_);
   return membership_->rejoinVia();

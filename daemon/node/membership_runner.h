@@ -72,7 +72,8 @@ class MembershipRunner {
   void hintUnreachable(PeerId id);
   bool joined() const;
   bool declaredDead() const;
-  std::string rejoinVia() const;  // Membership::rejoinVia: where to rejoin after a contested verdict
+  std::string rejoinVia() const;
+  bool isolated() const;          // Membership::isolated  // Membership::rejoinVia: where to rejoin after a contested verdict
   std::vector<peer::MemberInfo> members() const;
   std::vector<engine::Member> alive() const;
   peer::MembershipStats stats() const;

@@ -101,7 +101,7 @@ void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
   statusGossip->noteViewGraph(engine->viewGraph());
   const auto written = checkpointWriter->written();
   const NodeStatus s = collectStatus({.c = &c, .id = id, .incarnation = incarnation, .state = life.state(),
-                                      .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
+                                      .isolated = life.isolated(), .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
                                       .zmq = zmq.get(), .links = links.get(), .gossip = statusGossip.get(),
                                       .record = &life.record(), .report = &report, .bridge = bridge,
                                       .accuracy = accuracy, .accuracySamples = accuracySamples,

@@ -29,6 +29,7 @@ NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   s.id = in.id;
   s.incarnation = in.incarnation;
   s.state = in.state;
+  s.isolated = in.isolated;
   s.endpoint = in.endpoint;
   s.listen = in.zmq->endpoint();
   s.round = in.engine->nextRound();
@@ -108,6 +109,7 @@ std::string renderStatusJson(const NodeStatus& s) {
   nlohmann::json j{{"id", s.id},
                    {"incarnation", s.incarnation},
                    {"state", nodeStateName(s.state)},
+                   {"isolated", s.isolated},
                    {"endpoint", s.endpoint},
                    {"listen", s.listen},
                    {"round", s.round},

@@ -39,6 +39,7 @@ struct NodeStatus {
   PeerId id = 0;
   Incarnation incarnation = 0;
   NodeState state = NodeState::Joining;
+  bool isolated = false;  // training, but every other member is dead: rounds held (Lifecycle::isolated)
   std::string endpoint;  // advertised
   std::string listen;    // bound
   Round round = 0;       // the next round
@@ -86,6 +87,7 @@ struct StatusSources {
   PeerId id = 0;
   Incarnation incarnation = 0;
   NodeState state = NodeState::Joining;
+  bool isolated = false;
   std::string endpoint;
   const engine::NodeEngine* engine = nullptr;
   const MembershipRunner* membership = nullptr;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One host loses its link for twice the suspicion timeout, then gets it back (namespaces + veth, see
 # netns_lib.sh). Its peers must declare it dead and train on without it; after the restore the cluster
-# must merge again: the host and its peers come back as one membership and every node trains on.
+# must merge again: the host and its peers come back as one membership and every node trains on. While
+# cut off, the host holds its rounds (every other member is dead to it); after the restore only the host
+# rejoins as a new incarnation, not the three it had declared dead.
 # A merge that never happens shows up as a deadline.
 GOSSIPD=$1
 source "$(dirname "$0")/netns_lib.sh"
@@ -42,11 +44,17 @@ for i in 0 1 2; do
   wait_for 20 "node $i to declare node $CUT dead while its link is down" \
     grep -q "member $CUT (incarnation 0) declared dead" "$WORK/node-$i/log"
 done
+# The cut-off node, every other member dead to it, holds its rounds instead of running them alone.
+isolated() { [ "$(status_field $CUT isolated)" = True ]; }
+wait_for 20 "node $CUT to hold its rounds, isolated (status.json \"isolated\": true)" isolated
+grep -q "every other member is dead: holding round" "$WORK/node-$CUT/log" || fail "node $CUT did not log that it holds its rounds"
+held=$(round_of $CUT)
 r0=$(round_of 0)
 wait_for 20 "node 0 to train on without node $CUT" at_least 0 $((r0 + 50))
 # The link stays down for twice the suspicion timeout in all (the fault's length, not a synchronisation).
 sleep "$(awk -v ms="$SUSPICION_MS" 'BEGIN { print 2 * ms / 1000 }')"  # awk is essential in Debian; bc is not
-echo "ok: node $CUT cut off, declared dead by 0 1 2, the others trained on from round $r0 to $(round_of 0)"
+[ "$(round_of $CUT)" = "$held" ] || fail "isolated node $CUT went on from round $held to $(round_of $CUT)"
+echo "ok: node $CUT cut off, declared dead by 0 1 2, held at round $held; the others trained on from round $r0 to $(round_of 0)"
 
 restore_ms=$(date +%s%3N)
 netns_restore $CUT
@@ -65,6 +73,12 @@ echo "info: detection $(( $(stamp "member $CUT \(incarnation 0\) declared dead" 
   "node 0 saw node $CUT back $(( $(stamp "member $CUT \(incarnation [1-9][0-9]*\) joined" "$WORK/node-0/log") - restore_ms )) ms after the restore"
 for ((i = 0; i < N; i++)); do r=$(round_of $i); wait_for 30 "node $i to train after the merge" at_least $i $((r + 100)); done
 echo "ok: link restored, the cluster merged again, every node trains on (node 0 at round $(round_of 0))"
+# Only the cut-off node rejoined: its "dead" verdicts on the three others lost the comparison of sides
+# (membership/membership.h, contested verdicts); before, they made the others rejoin too.
+for i in 0 1 2; do
+  if grep -q "declared dead by the cluster; rejoining" "$WORK/node-$i/log"; then fail "node $i rejoined after the heal: it took the cut-off node's verdict"; fi
+done
+echo "ok: only node $CUT rejoined"
 
 for ((i = 0; i < N; i++)); do kill -TERM "${NODE_PID[$i]}"; done
 for ((i = 0; i < N; i++)); do wait_exit $i 20; done

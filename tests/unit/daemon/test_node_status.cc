@@ -24,6 +24,7 @@ NodeStatus example(const Histogram* h) {
   s.id = 3;
   s.incarnation = 2;
   s.state = NodeState::Training;
+  s.isolated = true;
   s.endpoint = "tcp://10.0.0.3:7000";
   s.listen = "tcp://0.0.0.0:7000";
   s.round = 42;
@@ -95,7 +96,7 @@ TEST_CASE("node state names: the strings status.json, gossipd_state and /cluster
 TEST_CASE("status.json: every key, with the snapshot's values") {
   const auto j = nlohmann::json::parse(renderStatusJson(example(nullptr)));
   const std::set<std::string> want{
-      "id", "incarnation", "state", "endpoint", "listen", "round", "rounds", "loss", "disagreement", "gamma",
+      "id", "incarnation", "state", "isolated", "endpoint", "listen", "round", "rounds", "loss", "disagreement", "gamma",
       "drift_warning", "accuracy", "accuracy_samples", "alive", "neighbors", "bytes_sent", "model_bytes_sent",
       "membership_bytes_sent", "membership_messages_sent", "status_bytes_sent", "retransmitted", "messages_missing",
       "states_sent", "states_received", "compute_seconds", "rejected", "rejected_by_reason", "disconnects",
@@ -107,6 +108,7 @@ TEST_CASE("status.json: every key, with the snapshot's values") {
   CHECK(j["id"] == 3);
   CHECK(j["incarnation"] == 2);
   CHECK(j["state"] == "training");
+  CHECK(j["isolated"] == true);
   CHECK(j["endpoint"] == "tcp://10.0.0.3:7000");
   CHECK(j["listen"] == "tcp://0.0.0.0:7000");
   CHECK(j["round"] == 42);

@@ -191,6 +191,7 @@ TEST_CASE("membership: 8 nodes joining through one seed converge to the same vie
   CHECK(took <= 3s);
   for (PeerId id = 1; id <= 8; ++id) {
     CHECK(net.at(id).joined());
+    CHECK_FALSE(net.at(id).isolated());
     CHECK(net.at(id).stats().join_attempts == (id == 1 ? 0u : 1u));
   }
   // And it stays that way on a quiet network.
@@ -314,7 +315,9 @@ TEST_CASE("membership: a node cut off from everyone learns it was declared dead 
   const ms timeout = net.at(1).suspicionTimeout();
   net.run(timeout + 3s);
   CHECK(net.at(3).alive() == std::vector<engine::Member>{{3, 0}});
+  CHECK(net.at(3).isolated());  // the daemon holds its rounds
   for (PeerId id : {1, 2, 4, 5}) CHECK(net.infoAt(id, 3)->state == MemberState::Dead);
+  for (PeerId id : {1, 2, 4, 5}) CHECK_FALSE(net.at(id).isolated());
   CHECK_FALSE(net.at(3).declaredDead());
   // Half reconnected first, node 3 to the others only: its re-contact pings carry its verdicts on them.
   // Each contests the verdict (a Join back, which is lost) instead of taking it; before, each receiver
@@ -348,6 +351,7 @@ TEST_CASE("membership: a node cut off from everyone learns it was declared dead 
     CHECK_FALSE(net.at(id).declaredDead());
     CHECK(net.nodes.at(id).incarnation == 0);
   }
+  CHECK_FALSE(net.at(3).isolated());
 }
 
 TEST_CASE("membership: a restarted node replaces its old incarnation everywhere") {
@@ -466,6 +470,7 @@ TEST_CASE("membership: join retries an unreachable seed with backoff, then joins
   net.run(2500ms);
   CHECK_FALSE(net.at(2).joined());
   net.add(1, {});
+  CHECK_FALSE(net.at(1).isolated());  // alone, but a first node: nobody died
   const ms took = net.runUntil([&] { return net.converged({1, 2}); }, 10s);
   CHECK(took <= 2s);
   CHECK(net.at(2).joined());
