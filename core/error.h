@@ -36,6 +36,10 @@ struct DecodeError : ProtocolError {
 struct IoError : Error {
   using Error::Error;
 };
+// The cluster refused this node (another cluster's identity, ...): retrying will not help. Exit code 3.
+struct RefusedError : Error {
+  using Error::Error;
+};
 
 namespace detail {
 template <class... Args>

@@ -11,9 +11,11 @@ namespace gossip::peer {
 namespace {
 
 constexpr std::uint32_t kTag = serial::fourcc("GSWM");
-constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kVersion = Membership::kWireVersion;
 
-enum Kind : std::uint8_t { kJoin = 1, kJoinReply = 2, kPing = 3, kPingReq = 4, kAck = 5, kLeave = 6, kGossip = 7 };
+enum Kind : std::uint8_t {
+  kJoin = 1, kJoinReply = 2, kPing = 3, kPingReq = 4, kAck = 5, kLeave = 6, kGossip = 7, kRefuse = 8
+};
 
 // id, incarnation, version, state, endpoint length: the smallest a Record can be on the wire.
 constexpr std::size_t kMinRecordBytes = 4 + 8 + 8 + 1 + 2;
@@ -75,6 +77,7 @@ struct Membership::Message {
   PeerId target = 0;
   Incarnation target_incarnation = 0;
   std::string target_endpoint;
+  std::string identity;             // Join, Refuse (decoded messages only; encode sends ours)
   std::vector<MemberInfo> list;     // JoinReply
   std::vector<MemberInfo> updates;  // piggybacked (decoded messages only; encode takes them from the queue)
 };
@@ -87,6 +90,8 @@ Membership::Membership(MemberInfo self, std::vector<std::string> seeds, Membersh
                self.endpoint.size(), " bytes (1 to ", kMaxEndpoint, ")");
   GOSSIP_CHECK(opt_.probe_interval.count() > 0 && opt_.probe_timeout <= opt_.probe_interval);
   GOSSIP_CHECK(opt_.max_piggyback <= kMaxPiggyback);
+  GOSSIP_CHECK(opt_.identity.size() <= kMaxIdentity, "cluster identity of ", opt_.identity.size(), " bytes (limit ",
+               kMaxIdentity, ")");
   self.state = MemberState::Alive;
   // Our own endpoint among the seeds (a shared seed list) would only make us wait for ourselves.
   for (auto& s : seeds)
@@ -147,12 +152,17 @@ Bytes Membership::encode(std::uint8_t kind, const Message& body, std::span<const
       w.put(body.target_incarnation);
       putString16(w, body.target_endpoint);
       break;
+    case kJoin:
+    case kRefuse:
+      putString16(w, opt_.identity);
+      break;
     default:
       break;
   }
-  // Join and JoinReply carry no gossip: a Join may go to a dead seed, and a reply already holds everything.
+  // Join, JoinReply and Refuse carry no gossip: a Join may go to a dead seed or another cluster, a reply
+  // already holds everything, and a Refuse goes to a node of another cluster.
   std::vector<PeerId> pick(forced.begin(), forced.end());
-  if (kind != kJoin && kind != kJoinReply) {
+  if (kind != kJoin && kind != kJoinReply && kind != kRefuse) {
     std::vector<std::pair<std::uint64_t, PeerId>> newest;
     newest.reserve(queue_.size());
     for (const auto& [id, b] : queue_)
@@ -193,7 +203,7 @@ Membership::Message Membership::decode(PeerId from, std::span<const std::byte> p
   const auto version = r.get<std::uint8_t>();
   if (version != kVersion) throw DecodeError("membership: unsupported version " + std::to_string(version));
   kind = r.get<std::uint8_t>();
-  if (kind < kJoin || kind > kGossip) throw DecodeError("membership: unknown kind " + std::to_string(kind));
+  if (kind < kJoin || kind > kRefuse) throw DecodeError("membership: unknown kind " + std::to_string(kind));
   Message m;
   m.sender = getRecord(r);
   if (m.sender.id != from)
@@ -221,6 +231,10 @@ Membership::Message Membership::decode(PeerId from, std::span<const std::byte> p
       m.target = r.get<PeerId>();
       m.target_incarnation = r.get<Incarnation>();
       m.target_endpoint = getString16(r, kMaxEndpoint);
+      break;
+    case kJoin:
+    case kRefuse:
+      m.identity = getString16(r, kMaxIdentity);
       break;
     default:
       break;
@@ -327,6 +341,16 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
   std::uint8_t kind = 0;
   const Message m = decode(from, payload, kind);  // the only step that throws; nothing changed before it
 
+  // Another cluster's node: nothing of it enters our table (header comment, "Cluster identity").
+  if (kind == kJoin && m.identity != opt_.identity) {
+    if (refusals_.size() < 64) refusals_.push_back({from, m.sender.endpoint, m.identity});
+    if (!declared_dead_ && from != self_id_) sendMsg(from, m.sender.endpoint, kRefuse, Message{});
+    return;
+  }
+  if (kind == kRefuse) {
+    if (!refused_by_ && (!got_list_ || isolated())) refused_by_ = Refusal{from, m.sender.endpoint, m.identity};
+    return;
+  }
   if (kind == kJoinReply) got_list_ = true;
   if (kind != kJoin) joined_ = true;
   bool refuted = false;
@@ -686,5 +710,7 @@ std::vector<engine::Member> Membership::alive() const {
 }
 
 std::vector<MembershipEvent> Membership::takeEvents() { return std::exchange(events_, {}); }
+
+std::vector<Refusal> Membership::takeRefusals() { return std::exchange(refusals_, {}); }
 
 }  // namespace gossip::peer

@@ -57,6 +57,11 @@
 //  - Dissemination: every state change is queued (one entry per member, newest first) and piggybacked on
 //    Ping/Ack/PingReq/Leave/Gossip messages, at most max_piggyback per message and
 //    retransmit_mult * ceil(log10(n+1)) times each.
+//  - Cluster identity: every Join carries the joiner's identity (MembershipOptions::identity, opaque
+//    here; the daemon's is daemon/node/cluster_identity.h). A member whose own differs answers with a
+//    Refuse carrying its identity and takes nothing of the joiner into its table; both sides keep the
+//    pair for the daemon to report (takeRefusals, refusedBy). A Refuse counts only while we have no member
+//    list or are isolated, i.e. when a Join of ours can be what it answers.
 //  - Leave: self becomes Left, a Leave goes to up to indirect_probes+1 live members who mark it Left at once
 //    and gossip it on. The node then stops probing but, until the daemon stops it, answers pings with an Ack
 //    carrying its Left record, so a prober that has not heard of the leave yet does not suspect it.
@@ -73,12 +78,12 @@
 //    suspecting anyone and restarts its suspicion timers, since it could not have heard refutations.
 //    The caller should tick at least every probe_timeout / 2.
 //
-// Wire format (little-endian, version 1): every message is
+// Wire format (little-endian, version 2): every message is
 //     u32 tag "GSWM", u8 version, u8 kind, Record sender, body(kind), u16 n, Record[n] piggybacked updates
 // where Record = u32 id (not kUnknownPeer), u64 incarnation, u64 version, u8 state (MemberState),
 // u16 length + endpoint bytes (1 to 256).
 // The sender record must name the frame's sender and be Alive or Left (Left in a Leave). Kinds and bodies:
-//     1 Join       (empty)                 ask the receiver for its member list
+//     1 Join       u16 length + identity   ask the receiver for its member list (version 1: empty)
 //     2 JoinReply  u32 n, Record[n]        the whole table, n <= 65536
 //     3 Ping       u32 seq, u32 target     target must be the receiver; answered by an Ack
 //     4 PingReq    u32 seq, u32 target, u64 target incarnation, u16 length + endpoint
@@ -86,6 +91,7 @@
 //     5 Ack        u32 seq, u32 target     `target` is alive (sent by it, or forwarded by a helper)
 //     6 Leave      (empty)                 the sender leaves the group
 //     7 Gossip     (empty)                 updates only (refutations, telling a node its own state)
+//     8 Refuse     u16 length + identity   the receiver's Join was refused: identities differ
 // Every count is checked against the bytes that remain before anything is allocated; trailing bytes are
 // an error. receive() decodes the whole message before it changes anything, so a DecodeError leaves the
 // state untouched.
@@ -131,6 +137,17 @@ struct MembershipOptions {
   // verdict: after a partition heals, each side learns the other declared it dead and rejoins as a new
   // incarnation, so the halves merge again. Without it nobody ever speaks to a Dead member. 0: never.
   std::chrono::milliseconds recontact_interval{2000};
+  // What this node's cluster is (at most kMaxIdentity bytes): sent in every Join, compared byte for byte
+  // with every Join received (header comment, "Cluster identity"). Empty matches only empty.
+  std::string identity;
+};
+
+// A Join refused because the identities differ: who, and the identity it had (ours is in the options).
+struct Refusal {
+  PeerId peer = 0;
+  std::string endpoint;
+  std::string identity;
+  bool operator==(const Refusal&) const = default;
 };
 
 struct MembershipEvent {
@@ -165,6 +182,8 @@ class Membership {
   static constexpr std::size_t kMaxEndpoint = 256;
   static constexpr std::size_t kMaxMembers = 65536;
   static constexpr std::size_t kMaxPiggyback = 1024;  // accepted per message
+  static constexpr std::size_t kMaxIdentity = 8192;
+  static constexpr std::uint8_t kWireVersion = 2;  // 2: Join carries the identity, Refuse exists
 
   Membership(MemberInfo self, std::vector<std::string> seeds, MembershipOptions options, SendFn send,
              std::uint64_t rng_seed);
@@ -191,6 +210,10 @@ class Membership {
   std::vector<MemberInfo> members() const;        // everyone known, any state, sorted by id
   std::vector<engine::Member> alive() const;      // Alive + Suspect, incl. self, sorted by id
   std::vector<MembershipEvent> takeEvents();      // since the last call
+  // Joins we refused since the last call (at most 64 kept; a refused node normally stops).
+  std::vector<Refusal> takeRefusals();
+  // The member that refused our Join, if one did: this node does not belong to that cluster.
+  const std::optional<Refusal>& refusedBy() const { return refused_by_; }
   const MembershipStats& stats() const { return stats_; }
   std::chrono::milliseconds suspicionTimeout() const;
 
@@ -272,6 +295,8 @@ class Membership {
   bool declared_dead_ = false;
   bool left_ = false;
   std::string rejoin_via_;
+  std::vector<Refusal> refusals_;
+  std::optional<Refusal> refused_by_;
   std::vector<MembershipEvent> events_;
   MembershipStats stats_;
 };

@@ -78,6 +78,7 @@ struct NodeConfig {
 };
 
 struct ClusterConfig {
+  std::string name = "gossipd";     // run: members of one run share it (daemon/node/cluster_identity.h)
   std::uint32_t nodes = 8;          // sim/cluster: number of nodes
   std::string topology = "ring";    // any name topology::parseKind accepts
   std::uint32_t degree = 4;         // random regular

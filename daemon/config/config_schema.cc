@@ -35,6 +35,7 @@ const KeySpec kSchema[] = {
     K(node, log_levels),  // checked with logging::parseOverrides in validate()
     K(node, log_format, {}, choicesOf<kLogFormats>),
 
+    K(cluster, name),  // checked in validate()
     K(cluster, nodes, Range::closed(1, kMaxNodes)),
     K(cluster, topology),  // checked with topology::parseKind in validate()
     K(cluster, degree, Range::atLeast(1)),

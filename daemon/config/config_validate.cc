@@ -90,6 +90,11 @@ void checkAdvertise(const NodeConfig& n, std::vector<std::string>& p) {
 
 void checkNode(const Config& c, std::vector<std::string>& p) {
   if (c.node.listen.empty()) p.push_back("node.listen must not be empty");
+  // It travels in every Join and is printed in refusals: short, one line, printable.
+  const auto& name = c.cluster.name;
+  if (name.empty() || name.size() > 64 ||
+      std::any_of(name.begin(), name.end(), [](char ch) { return ch < 0x21 || ch > 0x7e; }))
+    p.push_back("cluster.name must be 1 to 64 printable characters without spaces (got '" + name + "')");
   if (c.node.data_dir.empty()) p.push_back("node.data_dir must not be empty");
   checkAdvertise(c.node, p);
   if (!c.node.http.empty() && !parseHttpAddress(c.node.http))

@@ -135,6 +135,11 @@ bool MembershipRunner::declaredDead() const {
   return membership_->declaredDead();
 }
 
+MembershipRunner::Refusals MembershipRunner::takeRefusals() {
+  std::lock_guard lock(mutex_);
+  return {membership_->takeRefusals(), membership_->refusedBy()};
+}
+
 bool MembershipRunner::isolated() const {
   std::lock_guard lock(mutex_);
   return membership_->isolated();

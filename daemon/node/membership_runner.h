@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +79,11 @@ class MembershipRunner {
   std::vector<engine::Member> alive() const;
   peer::MembershipStats stats() const;
   std::vector<StampedEvent> takeEvents();
+  struct Refusals {
+    std::vector<peer::Refusal> refused;      // Joins we refused since the last call
+    std::optional<peer::Refusal> refusedBy;  // a member refused our Join
+  };
+  Refusals takeRefusals();
   // Membership frames refused by reason (the frame checks' labels, "bad_membership" for a payload that does
   // not decode), over every Membership this runner drove.
   std::map<std::string, std::uint64_t> rejected() const;

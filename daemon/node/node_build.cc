@@ -6,6 +6,7 @@
 #include "daemon/config/advertise.h"
 #include "daemon/config/http_address.h"
 #include "daemon/monitor/dashboard.h"
+#include "daemon/node/cluster_identity.h"
 #include "daemon/node/node_runtime_impl.h"
 #include "membership/membership.h"
 #include "sim/simulator.h"
@@ -186,6 +187,8 @@ void NodeRuntime::Impl::makeMembership() {
   mo.indirect_probes = c.cluster.indirect_probes;
   mo.suspicion_mult = c.cluster.suspicion_mult;
   mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
+  identity = clusterIdentity(c, engine->node().algorithm().x().size());
+  mo.identity = identity;
   std::vector<std::string> seeds;
   if (!rejoinVia.empty()) seeds.push_back(rejoinVia);  // tried first: Membership's join goes in order
   for (const auto& s : c.cluster.seeds)

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <csignal>
 
+#include "core/error.h"
+#include "daemon/node/cluster_identity.h"
 #include "daemon/node/model_meta.h"
 #include "daemon/node/node_runtime_impl.h"
 #include "daemon/node/node_status.h"
@@ -49,6 +51,19 @@ void NodeRuntime::Impl::onMembership(std::uint64_t now) {
   if (engine->graphFallback())
     nodeLog->warn("{} cannot serve {} members; using the fallback graph (docs/daemon.md)", c.cluster.topology,
                   membership->alive().size());
+}
+
+void NodeRuntime::Impl::onRefusals() {
+  auto r = membership->takeRefusals();
+  for (const auto& x : r.refused)
+    if (refusalsLogged.emplace(x.peer, x.identity).second)  // once per node and identity: it retries its Join
+      memberLog->warn("refused node {} ({}): it belongs to another cluster: {}", x.peer, x.endpoint,
+                      describeIdentityDifference(identity, x.identity, "here", "there"));
+  if (r.refusedBy)
+    throw RefusedError("node " + std::to_string(id) + " was refused by node " + std::to_string(r.refusedBy->peer) + " (" +
+                       r.refusedBy->endpoint + "): this node's cluster differs: " +
+                       describeIdentityDifference(identity, r.refusedBy->identity, "here", "there") +
+                       " (docs/daemon.md, \"Cluster identity\")");
 }
 
 void NodeRuntime::Impl::afterRound(Round done) {
@@ -172,6 +187,7 @@ int NodeRuntime::Impl::run() {
     takeAccuracy(now);
     checkpointWriter->rethrowFailure();  // a write on the background failed: the run ends with its error
     onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
+    onRefusals();
     if (membership->declaredDead() && !finished(life.state())) rejoinAsNewIncarnation(now);
     switch (life.step(now)) {
       case Lifecycle::Outcome::Continue: break;

@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,8 @@ struct NodeRuntime::Impl {
   std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
   std::vector<std::string> extraSeeds;           // members known before a rejoin
   std::string rejoinVia;                         // the member whose side outnumbered ours, tried first
+  std::string identity;                          // cluster_identity.h: sent in every Join
+  std::set<std::pair<PeerId, std::string>> refusalsLogged;  // (node, its identity) refused and logged once
   NodeReport report{c, nodeLog, memberLog};
   Lifecycle life{c, id, nodeLog, detail::stopRequested(),
                  {.afterRound = [this](Round done) { afterRound(done); },
@@ -123,6 +126,7 @@ struct NodeRuntime::Impl {
   int stop(std::uint64_t now, bool checkpointed);
   void pumpIncoming(std::uint64_t now);
   void onMembership(std::uint64_t now);
+  void onRefusals();  // logs the Joins we refused; throws RefusedError when a member refused ours
   void afterRound(Round done);
   void finish(NodeState end);
   void checkpoint(Round next);

@@ -438,6 +438,30 @@ TEST_CASE("membership: halves that declared each other dead merge again after th
   CHECK_FALSE(partitionHeals(off).merged);  // the mechanism above is what merges them
 }
 
+TEST_CASE("membership: a Join with another cluster identity is refused, and nothing of the joiner is kept") {
+  SimNet net(12);
+  net.options.identity = "cluster=a\n";
+  net.addCluster(3);
+  REQUIRE(net.runUntil([&] { return net.converged(iota(1, 3)); }, 10s) <= 10s);
+  net.options.identity = "cluster=b\n";
+  net.add(4, {endpointOf(2)});
+  REQUIRE(net.runUntil([&] { return net.at(4).refusedBy().has_value(); }, 5s) <= 5s);
+  CHECK(net.at(4).refusedBy()->peer == 2);
+  CHECK(net.at(4).refusedBy()->identity == "cluster=a\n");
+  CHECK_FALSE(net.at(4).joined());
+  const auto refusals = net.at(2).takeRefusals();
+  REQUIRE_FALSE(refusals.empty());
+  CHECK(refusals.front() == Refusal{4, endpointOf(4), "cluster=b\n"});
+  net.run(3s);
+  CHECK(net.converged(iota(1, 3)));  // node 4 is in nobody's table
+  for (PeerId id : iota(1, 3)) CHECK_FALSE(net.infoAt(id, 4).has_value());
+  // The same identity joins.
+  net.options.identity = "cluster=a\n";
+  net.add(5, {endpointOf(2)});
+  CHECK(net.runUntil([&] { return net.converged({1, 2, 3, 5}); }, 10s) <= 3s);
+  CHECK_FALSE(net.at(5).refusedBy().has_value());
+}
+
 TEST_CASE("membership: a graceful leave is Left everywhere at once, without suspicion") {
   SimNet net(6);
   net.addCluster(8);
@@ -530,7 +554,7 @@ Bytes header(std::uint8_t kind, const MemberInfo& sender) {
   Bytes b;
   ByteWriter w(b);
   serial::putTag(w, serial::fourcc("GSWM"));
-  w.put(std::uint8_t{1});
+  w.put(Membership::kWireVersion);
   w.put(kind);
   w.put(sender.id);
   w.put(sender.incarnation);
