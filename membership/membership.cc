@@ -17,8 +17,8 @@ enum Kind : std::uint8_t {
   kJoin = 1, kJoinReply = 2, kPing = 3, kPingReq = 4, kAck = 5, kLeave = 6, kGossip = 7, kRefuse = 8
 };
 
-// id, incarnation, version, state, endpoint length: the smallest a Record can be on the wire.
-constexpr std::size_t kMinRecordBytes = 4 + 8 + 8 + 1 + 2;
+// id, incarnation, instance, version, state, endpoint length: the smallest a Record can be on the wire.
+constexpr std::size_t kMinRecordBytes = 4 + 8 + 8 + 8 + 1 + 2;
 
 bool live(MemberState s) { return s == MemberState::Alive || s == MemberState::Suspect; }
 
@@ -38,6 +38,7 @@ std::string getString16(ByteReader& r, std::size_t cap) {
 void putRecord(ByteWriter& w, const MemberInfo& m) {
   w.put(m.id);
   w.put(m.incarnation);
+  w.put(m.instance);
   w.put(m.version);
   w.put(static_cast<std::uint8_t>(m.state));
   putString16(w, m.endpoint);
@@ -47,6 +48,7 @@ MemberInfo getRecord(ByteReader& r) {
   MemberInfo m;
   m.id = r.get<PeerId>();
   m.incarnation = r.get<Incarnation>();
+  m.instance = r.get<std::uint64_t>();
   m.version = r.get<std::uint64_t>();
   const auto state = r.get<std::uint8_t>();
   if (state > static_cast<std::uint8_t>(MemberState::Left))
@@ -77,7 +79,9 @@ struct Membership::Message {
   PeerId target = 0;
   Incarnation target_incarnation = 0;
   std::string target_endpoint;
-  std::string identity;             // Join, Refuse (decoded messages only; encode sends ours)
+  std::string identity;             // Join (decoded messages only; encode sends ours)
+  std::uint8_t reason = 0;          // Refuse
+  std::string text;                 // Refuse
   std::vector<MemberInfo> list;     // JoinReply
   std::vector<MemberInfo> updates;  // piggybacked (decoded messages only; encode takes them from the queue)
 };
@@ -153,8 +157,11 @@ Bytes Membership::encode(std::uint8_t kind, const Message& body, std::span<const
       putString16(w, body.target_endpoint);
       break;
     case kJoin:
-    case kRefuse:
       putString16(w, opt_.identity);
+      break;
+    case kRefuse:
+      w.put(body.reason);
+      putString16(w, body.text);
       break;
     default:
       break;
@@ -233,8 +240,14 @@ Membership::Message Membership::decode(PeerId from, std::span<const std::byte> p
       m.target_endpoint = getString16(r, kMaxEndpoint);
       break;
     case kJoin:
-    case kRefuse:
       m.identity = getString16(r, kMaxIdentity);
+      break;
+    case kRefuse:
+      m.reason = r.get<std::uint8_t>();
+      if (m.reason != static_cast<std::uint8_t>(Refusal::Reason::Identity) &&
+          m.reason != static_cast<std::uint8_t>(Refusal::Reason::DuplicateId))
+        throw DecodeError("membership: unknown refusal reason " + std::to_string(m.reason));
+      m.text = getString16(r, kMaxIdentity);
       break;
     default:
       break;
@@ -341,14 +354,21 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
   std::uint8_t kind = 0;
   const Message m = decode(from, payload, kind);  // the only step that throws; nothing changed before it
 
-  // Another cluster's node: nothing of it enters our table (header comment, "Cluster identity").
-  if (kind == kJoin && m.identity != opt_.identity) {
-    if (refusals_.size() < 64) refusals_.push_back({from, m.sender.endpoint, m.identity});
-    if (!declared_dead_ && from != self_id_) sendMsg(from, m.sender.endpoint, kRefuse, Message{});
-    return;
+  // Another cluster's node, or a second node with a live member's id: nothing of it enters our table
+  // (header comment, "Cluster identity" and "Owned ids").
+  if (kind == kJoin) {
+    if (auto refusal = refusalOf(from, m)) {
+      Message answer;
+      answer.reason = static_cast<std::uint8_t>(refusal->reason);
+      answer.text = refusal->reason == Refusal::Reason::Identity ? opt_.identity : refusal->detail;
+      if (refusals_.size() < 64) refusals_.push_back(std::move(*refusal));
+      if (!declared_dead_) sendMsg(from, m.sender.endpoint, kRefuse, answer);
+      return;
+    }
   }
   if (kind == kRefuse) {
-    if (!refused_by_ && (!got_list_ || isolated())) refused_by_ = Refusal{from, m.sender.endpoint, m.identity};
+    if (!refused_by_ && (!got_list_ || isolated()))
+      refused_by_ = Refusal{from, m.sender.endpoint, static_cast<Refusal::Reason>(m.reason), m.text};
     return;
   }
   if (kind == kJoinReply) got_list_ = true;
@@ -484,6 +504,17 @@ bool Membership::accuserWins(const MemberInfo& accuser, const std::vector<Member
       camp.push_back(id);  // members_ is sorted by id, and holds us: camp is never empty
   if (side.size() != camp.size()) return side.size() > camp.size();
   return side.front().first < camp.front();
+}
+
+std::optional<Refusal> Membership::refusalOf(PeerId from, const Message& join) const {
+  if (join.identity != opt_.identity) return Refusal{from, join.sender.endpoint, Refusal::Reason::Identity, join.identity};
+  const auto it = members_.find(from);
+  if (it == members_.end() || join.sender.instance == 0) return std::nullopt;
+  const MemberInfo& held = it->second.info;
+  const bool live_here = from == self_id_ ? !left_ && !declared_dead_ : live(held.state);
+  if (live_here && held.instance != 0 && held.instance != join.sender.instance)
+    return Refusal{from, join.sender.endpoint, Refusal::Reason::DuplicateId, held.endpoint};
+  return std::nullopt;
 }
 
 // Asks the accuser for its table (a Join: any member answers it with a JoinReply holding its verdicts).

@@ -62,6 +62,11 @@
 //    Refuse carrying its identity and takes nothing of the joiner into its table; both sides keep the
 //    pair for the daemon to report (takeRefusals, refusedBy). A Refuse counts only while we have no member
 //    list or are isolated, i.e. when a Join of ours can be what it answers.
+//  - Owned ids: every record carries the member's `instance`, a random id of its data directory (0:
+//    unknown). A Join naming an id we hold live (or our own) with another non-zero instance is a second
+//    node claiming that id (another data directory): it is refused, and the member already there goes on.
+//    The same instance at any incarnation is that node restarted. Issue 28: a duplicate node.id was
+//    accepted and its namesake rejected thousands of frames as late or duplicate, with no error anywhere.
 //  - Leave: self becomes Left, a Leave goes to up to indirect_probes+1 live members who mark it Left at once
 //    and gossip it on. The node then stops probing but, until the daemon stops it, answers pings with an Ack
 //    carrying its Left record, so a prober that has not heard of the leave yet does not suspect it.
@@ -80,8 +85,8 @@
 //
 // Wire format (little-endian, version 2): every message is
 //     u32 tag "GSWM", u8 version, u8 kind, Record sender, body(kind), u16 n, Record[n] piggybacked updates
-// where Record = u32 id (not kUnknownPeer), u64 incarnation, u64 version, u8 state (MemberState),
-// u16 length + endpoint bytes (1 to 256).
+// where Record = u32 id (not kUnknownPeer), u64 incarnation, u64 instance, u64 version, u8 state
+// (MemberState), u16 length + endpoint bytes (1 to 256).
 // The sender record must name the frame's sender and be Alive or Left (Left in a Leave). Kinds and bodies:
 //     1 Join       u16 length + identity   ask the receiver for its member list (version 1: empty)
 //     2 JoinReply  u32 n, Record[n]        the whole table, n <= 65536
@@ -91,7 +96,9 @@
 //     5 Ack        u32 seq, u32 target     `target` is alive (sent by it, or forwarded by a helper)
 //     6 Leave      (empty)                 the sender leaves the group
 //     7 Gossip     (empty)                 updates only (refutations, telling a node its own state)
-//     8 Refuse     u16 length + identity   the receiver's Join was refused: identities differ
+//     8 Refuse     u8 reason, u16 length + text
+//                                          the receiver's Join was refused: 1 identities differ (text: the
+//                                          refuser's identity), 2 its id is taken (text: the holder's endpoint)
 // Every count is checked against the bytes that remain before anything is allocated; trailing bytes are
 // an error. receive() decodes the whole message before it changes anything, so a DecodeError leaves the
 // state untouched.
@@ -121,6 +128,7 @@ struct MemberInfo {
   std::uint64_t version = 0;    // SWIM's "incarnation number", to refute suspicion; only its owner bumps it
   std::string endpoint;         // e.g. "tcp://127.0.0.1:41234"
   MemberState state = MemberState::Alive;
+  std::uint64_t instance = 0;   // random id of the node's data directory, made at its first start; 0 unknown
   bool operator==(const MemberInfo&) const = default;
 };
 
@@ -142,11 +150,15 @@ struct MembershipOptions {
   std::string identity;
 };
 
-// A Join refused because the identities differ: who, and the identity it had (ours is in the options).
+// A refused Join: who, why, and the detail the daemon reports.
 struct Refusal {
+  enum class Reason : std::uint8_t { Identity = 1, DuplicateId = 2 };
   PeerId peer = 0;
   std::string endpoint;
-  std::string identity;
+  Reason reason = Reason::Identity;
+  // Identity: the other side's identity (ours is in the options). DuplicateId: the endpoint of the live
+  // member that holds the id.
+  std::string detail;
   bool operator==(const Refusal&) const = default;
 };
 
@@ -183,7 +195,7 @@ class Membership {
   static constexpr std::size_t kMaxMembers = 65536;
   static constexpr std::size_t kMaxPiggyback = 1024;  // accepted per message
   static constexpr std::size_t kMaxIdentity = 8192;
-  static constexpr std::uint8_t kWireVersion = 2;  // 2: Join carries the identity, Refuse exists
+  static constexpr std::uint8_t kWireVersion = 2;  // 2: Join carries the identity, records the instance, Refuse
 
   Membership(MemberInfo self, std::vector<std::string> seeds, MembershipOptions options, SendFn send,
              std::uint64_t rng_seed);
@@ -259,6 +271,8 @@ class Membership {
   bool apply(const MemberInfo& rec, MsClock::time_point now, bool& refuted);
   bool accuserWins(const MemberInfo& accuser, const std::vector<MemberInfo>& table) const;
   void contest(PeerId accuser, const std::string& endpoint, MsClock::time_point now);
+  // A Join's refusal, if it gets one (identity, then id ownership); nullopt lets it in.
+  std::optional<Refusal> refusalOf(PeerId from, const Message& join) const;
   void suspect(PeerId id, MsClock::time_point now);
   void noticeSuspects(MsClock::time_point now);
   void startProbe(PeerId id, MsClock::time_point now);

@@ -1,5 +1,8 @@
 // NodeRuntime::Impl's construction (node_runtime_impl.h says how the node is split and who touches what).
 #include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <random>
 #include <fstream>
 
 #include "core/error.h"
@@ -126,6 +129,25 @@ void NodeRuntime::Impl::setupData() {
 }
 
 void NodeRuntime::Impl::readIncarnation() {
+  // The data directory's instance id, made at its first start (membership/membership.h, "Owned ids"): a
+  // later life of this directory is a restart of its node.id, another directory with the same id is not.
+  const fs::path inst = dir / "instance";
+  if (fs::exists(inst)) {
+    std::ifstream in(inst);
+    std::string hex;
+    in >> hex;
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+    if (ec != std::errc{} || end != hex.data() + hex.size() || hex.size() != 16 || v == 0)
+      throw DataError("'" + inst.string() + "' does not hold an instance id (16 hex digits); move it away to make a new one");
+    instance = v;
+  } else {
+    std::random_device rd;
+    while (instance == 0) instance = (std::uint64_t{rd()} << 32) ^ rd();
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(instance));
+    writeTextAtomic(inst, std::string(buf) + "\n");
+  }
   const fs::path f = dir / "incarnation";
   if (fs::exists(f)) {
     std::ifstream in(f);
@@ -181,6 +203,7 @@ void NodeRuntime::Impl::makeMembership() {
   self.id = id;
   self.incarnation = incarnation;
   self.endpoint = advertised;
+  self.instance = instance;
   peer::MembershipOptions mo;
   mo.probe_interval = std::chrono::milliseconds(c.cluster.probe_interval_ms);
   mo.probe_timeout = std::chrono::milliseconds(c.cluster.probe_timeout_ms);

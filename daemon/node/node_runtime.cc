@@ -54,16 +54,25 @@ void NodeRuntime::Impl::onMembership(std::uint64_t now) {
 }
 
 void NodeRuntime::Impl::onRefusals() {
+  using Reason = peer::Refusal::Reason;
   auto r = membership->takeRefusals();
-  for (const auto& x : r.refused)
-    if (refusalsLogged.emplace(x.peer, x.identity).second)  // once per node and identity: it retries its Join
+  for (const auto& x : r.refused) {
+    if (!refusalsLogged.emplace(x.peer, x.endpoint + x.detail).second) continue;  // once: it retries its Join
+    if (x.reason == Reason::Identity)
       memberLog->warn("refused node {} ({}): it belongs to another cluster: {}", x.peer, x.endpoint,
-                      describeIdentityDifference(identity, x.identity, "here", "there"));
-  if (r.refusedBy)
-    throw RefusedError("node " + std::to_string(id) + " was refused by node " + std::to_string(r.refusedBy->peer) + " (" +
-                       r.refusedBy->endpoint + "): this node's cluster differs: " +
-                       describeIdentityDifference(identity, r.refusedBy->identity, "here", "there") +
+                      describeIdentityDifference(identity, x.detail, "here", "there"));
+    else
+      memberLog->warn("refused node {} ({}): node.id {} is held by the live member at {}, another data directory",
+                      x.peer, x.endpoint, x.peer, x.detail);
+  }
+  if (!r.refusedBy) return;
+  const auto& by = *r.refusedBy;
+  const std::string who = "node " + std::to_string(id) + " was refused by node " + std::to_string(by.peer) + " (" + by.endpoint + "): ";
+  if (by.reason == Reason::Identity)
+    throw RefusedError(who + "this node's cluster differs: " + describeIdentityDifference(identity, by.detail, "here", "there") +
                        " (docs/daemon.md, \"Cluster identity\")");
+  throw RefusedError(who + "node.id " + std::to_string(id) + " is held by the live member at " + by.detail +
+                     ", which runs from another data directory; give this node another node.id, or stop that one");
 }
 
 void NodeRuntime::Impl::afterRound(Round done) {

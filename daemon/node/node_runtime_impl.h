@@ -71,6 +71,7 @@ struct NodeRuntime::Impl {
   // Taken before anything in `dir` is read or written, released last (data_dir_lock.h).
   DataDirLock dirLock{createDataDir(dir)};
   Incarnation incarnation = 0;
+  std::uint64_t instance = 0;  // this data directory's random id (file `instance`): owns node.id in the cluster
   std::shared_ptr<logging::Loggers> loggers;
   logging::Logger nodeLog = loggers->get("node");
   logging::Logger memberLog = loggers->get("membership");

@@ -3,6 +3,7 @@
 # processes: a node whose shared-problem keys differ from the member it joins through is refused at its
 # Join, exits 3 with one line naming each key that differs and both values, and the member logs one line
 # too and keeps going with nothing of the refused node in its table; a node of the same cluster then joins.
+# A second node with a live member's node.id (another data directory) is refused the same way.
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 args=(--set data.format=synthetic --set model.kind=logistic --set cluster.nodes=2 --set cluster.topology=ring
@@ -37,6 +38,19 @@ start_node 4 "$seed" "${args[@]}"
 wait_for 30 "node 0 to see node 4 of its own cluster join" alive_is 0 2
 wait_for 30 "node 4 to see node 0" alive_is 4 2
 echo "ok: a node of the same cluster joins"
+
+# A second node claiming node 4's id from another data directory is refused; node 4 goes on.
+mkdir -p "$WORK/dup"
+rc=0
+timeout 20 "$GOSSIPD" run "${args[@]}" --set node.id=4 --set node.data_dir="$WORK/dup" --set node.listen=tcp://127.0.0.1:0 \
+  --set "cluster.seeds=[\"$seed\"]" >"$WORK/dup/log" 2>&1 || rc=$?
+[ "$rc" = 3 ] || fail "the duplicate of node 4 exited with code $rc, expected 3: $(tail -n 3 "$WORK/dup/log")"
+grep -q "^gossipd run: node 4 was refused by node 0 (tcp://.*): node.id 4 is held by the live member at $(endpoint_of 4), which runs from another data directory" \
+  "$WORK/dup/log" || fail "the duplicate's refusal line: $(tail -n 1 "$WORK/dup/log")"
+wait_for 10 "node 0 to log that it refused the duplicate" grep -q "refused node 4 (tcp://.*): node.id 4 is held by the live member at" "$WORK/node-0/log"
+alive_is 0 2 || fail "node 0 counts $(status_field 0 alive) members after refusing the duplicate, expected 2"
+kill -0 "${NODE_PID[4]}" || fail "node 4 died after its duplicate was refused"
+echo "ok: duplicate node.id refused: $(tail -n 1 "$WORK/dup/log" | sed 's/.*: node.id/node.id/')"
 for id in 0 4; do kill -TERM "${NODE_PID[$id]}"; done
 for id in 0 4; do wait_exit $id 20; done
 echo "ok: both stopped cleanly"

@@ -54,10 +54,13 @@ struct SimNet {
   bool capture = false;
   bool strict = true;  // every send names a node and its endpoint (off when fuzzed input names anything)
 
-  void add(PeerId id, std::vector<std::string> seeds, Incarnation inc = 0) {
+  // `instance`: the node's data directory (0: unknown, never checked); `endpoint`: its address.
+  void add(PeerId id, std::vector<std::string> seeds, Incarnation inc = 0, std::uint64_t instance = 0,
+           std::string endpoint = {}) {
     Node& n = nodes[id];
     n.m = std::make_unique<Membership>(
-        MemberInfo{id, inc, 0, endpointOf(id), MemberState::Alive}, std::move(seeds), options,
+        MemberInfo{id, inc, 0, endpoint.empty() ? endpointOf(id) : endpoint, MemberState::Alive, instance},
+        std::move(seeds), options,
         [this, id](PeerId to, const std::string& ep, Bytes b) { route(id, to, ep, std::move(b)); },
         deriveSeed({seed_, id, inc}));
     n.incarnation = inc;
@@ -447,11 +450,12 @@ TEST_CASE("membership: a Join with another cluster identity is refused, and noth
   net.add(4, {endpointOf(2)});
   REQUIRE(net.runUntil([&] { return net.at(4).refusedBy().has_value(); }, 5s) <= 5s);
   CHECK(net.at(4).refusedBy()->peer == 2);
-  CHECK(net.at(4).refusedBy()->identity == "cluster=a\n");
+  CHECK(net.at(4).refusedBy()->reason == Refusal::Reason::Identity);
+  CHECK(net.at(4).refusedBy()->detail == "cluster=a\n");
   CHECK_FALSE(net.at(4).joined());
   const auto refusals = net.at(2).takeRefusals();
   REQUIRE_FALSE(refusals.empty());
-  CHECK(refusals.front() == Refusal{4, endpointOf(4), "cluster=b\n"});
+  CHECK(refusals.front() == Refusal{4, endpointOf(4), Refusal::Reason::Identity, "cluster=b\n"});
   net.run(3s);
   CHECK(net.converged(iota(1, 3)));  // node 4 is in nobody's table
   for (PeerId id : iota(1, 3)) CHECK_FALSE(net.infoAt(id, 4).has_value());
@@ -460,6 +464,32 @@ TEST_CASE("membership: a Join with another cluster identity is refused, and noth
   net.add(5, {endpointOf(2)});
   CHECK(net.runUntil([&] { return net.converged({1, 2, 3, 5}); }, 10s) <= 3s);
   CHECK_FALSE(net.at(5).refusedBy().has_value());
+}
+
+TEST_CASE("membership: a second node with a live member's id is refused; the same instance restarted is not") {
+  SimNet net(13);
+  net.add(1, {}, 0, 101);
+  for (PeerId id = 2; id <= 4; ++id) net.add(id, {endpointOf(1)}, 0, 100 + id);
+  REQUIRE(net.runUntil([&] { return net.converged(iota(1, 4)); }, 10s) <= 10s);
+  // Another data directory claims id 3, joining through node 1. SimNet routes by id, so node 3's own Membership
+  // is set aside and the duplicate put in its place for the join; it sends from 3 like the real one would.
+  auto real = std::move(net.nodes.at(3).m);
+  net.add(3, {endpointOf(1)}, 0, 999);
+  REQUIRE(net.runUntil([&] { return net.at(3).refusedBy().has_value(); }, 5s) <= 5s);
+  CHECK(net.at(3).refusedBy()->reason == Refusal::Reason::DuplicateId);
+  CHECK(net.at(3).refusedBy()->detail == endpointOf(3));
+  const auto refusals = net.at(1).takeRefusals();
+  REQUIRE_FALSE(refusals.empty());
+  CHECK(refusals.front().reason == Refusal::Reason::DuplicateId);
+  CHECK(net.infoAt(1, 3)->instance == 103);  // the member already there keeps its id
+  net.nodes.at(3).m = std::move(real);
+  net.run(2s);
+  CHECK(net.converged(iota(1, 4)));
+  // The same instance restarted (a higher incarnation) is a restart, not a duplicate.
+  net.add(3, {endpointOf(1)}, 1, 103);
+  CHECK(net.runUntil([&] { return net.converged(iota(1, 4)); }, 10s) <= 3s);
+  CHECK_FALSE(net.at(3).refusedBy().has_value());
+  CHECK(net.infoAt(2, 3)->incarnation == 1);
 }
 
 TEST_CASE("membership: a graceful leave is Left everywhere at once, without suspicion") {
@@ -558,6 +588,7 @@ Bytes header(std::uint8_t kind, const MemberInfo& sender) {
   w.put(kind);
   w.put(sender.id);
   w.put(sender.incarnation);
+  w.put(sender.instance);
   w.put(sender.version);
   w.put(static_cast<std::uint8_t>(sender.state));
   w.put(static_cast<std::uint16_t>(sender.endpoint.size()));
@@ -570,6 +601,7 @@ void putRecords(ByteWriter& w, const std::vector<MemberInfo>& records) {
   for (const auto& u : records) {
     w.put(u.id);
     w.put(u.incarnation);
+    w.put(u.instance);
     w.put(u.version);
     w.put(static_cast<std::uint8_t>(u.state));
     w.put(static_cast<std::uint16_t>(u.endpoint.size()));
