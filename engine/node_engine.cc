@@ -146,6 +146,13 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       return;
     }
     case FrameKind::StateRequest: {
+      if (holdEdges_) {
+        // We are fetching the current model ourselves (a restart, a late joiner, a rejoin): ours is not it.
+        // Answered, it replaced a restarted node's checkpointed model with a joiner's untrained one, and that
+        // node trained alone from round 0 for ~28,000 rounds (issue 28). The requester asks another one.
+        ++stats_.state_requests_declined;
+        return;
+      }
       if (linked_ && inRound_) {
         // Mid-round our model is half-way (local steps taken, not yet mixed): answer after the mix.
         if (std::find(stateWanted_.begin(), stateWanted_.end(), h.sender) == stateWanted_.end())

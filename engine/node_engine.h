@@ -93,6 +93,7 @@ struct EngineStats {
   std::uint64_t duplicates = 0;         // linked mode: frames of an already mixed round (retransmits)
   std::uint64_t states_sent = 0;        // state transfers answered (each in one or more chunks)
   std::uint64_t states_received = 0;    // state transfers completed and installed
+  std::uint64_t state_requests_declined = 0;  // asked for our model while we were fetching one ourselves
   std::uint64_t compute_ns = 0;         // wall time inside the algorithm (local steps, encode, decode, mix)
   std::map<std::string, std::uint64_t> rejected;  // by reason label
   // By the sender id a frame's (checksummed) header names, then by reason; at most 1024 senders.
@@ -163,9 +164,10 @@ class NodeEngine {
   bool graphFallback() const { return graphFallback_; }
   // The round of the last model taken by state transfer (the joiner continues from it), once.
   std::optional<Round> takeStateRound();
-  // While held, the view is installed (frames of members are accepted, state transfer works) but no edge
-  // is proposed and proposals are declined: a node fetching the current model must not agree to mix
-  // rounds it has not reached yet. Releasing it proposes the view's edges.
+  // While held, the view is installed (frames of members are accepted, our own state request is answered)
+  // but no edge is proposed and proposals are declined: a node fetching the current model must not agree
+  // to mix rounds it has not reached yet. Nor does it hand out its own model to others' state requests
+  // (they are declined and counted). Releasing it proposes the view's edges.
   void holdEdges(bool hold, std::uint64_t nowMs);
   // Out-neighbours of the current view's graph (edges agreed or not).
   const std::vector<PeerId>& viewNeighbors() const { return sendTo_; }

@@ -302,6 +302,29 @@ TEST_CASE("engine: a model transfer is taken only from the peer it was asked of,
   CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
 }
 
+TEST_CASE("engine: a node fetching the model itself declines state requests; released, it answers them") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  c.round(0);
+  auto& n0 = *c.engines.at(0);
+  auto& n2 = *c.engines.at(2);
+  const training::Vec before = n0.node().algorithm().x();
+  REQUIRE(before != n2.node().algorithm().x());
+  n2.holdEdges(true, 0);  // node 2 is syncing (a restart or a late joiner): its model is not the current one
+  n0.requestState(2, 1);
+  for (int pass = 0; pass < 3; ++pass)
+    for (auto& [id, e] : c.engines) e->drain(1);
+  CHECK(n2.stats().state_requests_declined == 1);
+  CHECK(n2.stats().states_sent == 0);
+  CHECK(n0.node().algorithm().x() == before);
+  CHECK_FALSE(n0.takeStateRound().has_value());
+  n2.holdEdges(false, 0);
+  n0.requestState(2, 1);
+  for (int pass = 0; pass < 3; ++pass)
+    for (auto& [id, e] : c.engines) e->drain(1);
+  CHECK(n2.stats().states_sent == 1);
+  CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());
+}
+
 namespace {
 // One State chunk as engine/state_transfer.cc lays it out.
 Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::uint32_t crc, std::span<const double> values) {
