@@ -40,6 +40,10 @@ struct IoError : Error {
 struct RefusedError : Error {
   using Error::Error;
 };
+// Nobody could be reached (no seed answered): retrying later may help. Exit code 4.
+struct UnreachableError : Error {
+  using Error::Error;
+};
 
 namespace detail {
 template <class... Args>

@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   } catch (const gossip::RefusedError& e) {
     std::fprintf(stderr, "gossipd %s: %s\n", argv[1], e.what());
     return 3;
+  } catch (const gossip::UnreachableError& e) {
+    std::fprintf(stderr, "gossipd %s: %s\n", argv[1], e.what());
+    return 4;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gossipd %s: internal error: %s\n", argv[1], e.what());
     return 1;

@@ -1,5 +1,7 @@
 #include "daemon/node/lifecycle.h"
 
+#include "core/error.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -18,6 +20,7 @@ void Lifecycle::rejoined(Round next, std::uint64_t now) {
   rejoined_ = true;
   resumeRound_ = next;
   isolated_ = false;
+  unansweredLogged_ = 0;  // a new Membership counts its attempts afresh
   state_ = NodeState::Joining;
   since_ = now;
 }
@@ -63,8 +66,31 @@ void Lifecycle::startTraining(Round first, std::uint64_t now) {
   log_->info("training from round {} with {} members", first, p_.membership->alive().size());
 }
 
+// No member answered our Join yet. One line per unanswered attempt (the membership retries with backoff,
+// 0.2 s doubling up to 5 s), and for this process's first life an end after cluster.start_timeout_ms:
+// a seed that was a closed port, an HTTP server or an unknown host left the node joining forever with
+// nothing logged (issue 28). A rejoin keeps trying: its cluster existed a moment ago.
+void Lifecycle::waitForSeeds(std::uint64_t now) {
+  const std::uint64_t attempts = p_.membership->stats().join_attempts;
+  std::string seeds;
+  for (const auto& s : c_.cluster.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
+  if (seeds.empty()) seeds = "the members it knew";
+  if (attempts > unansweredLogged_ + 1) {  // attempt k went out: k - 1 were not answered
+    unansweredLogged_ = attempts - 1;
+    log_->warn("no answer yet from {} ({} unanswered join attempts){}", seeds, unansweredLogged_,
+               everJoined_ ? "; still trying"
+                           : "; still trying until cluster.start_timeout_ms (" + std::to_string(c_.cluster.start_timeout_ms) +
+                                 " ms) has passed");
+  }
+  if (!everJoined_ && now >= since_ + c_.cluster.start_timeout_ms)
+    throw UnreachableError("no seed answered within cluster.start_timeout_ms (" + std::to_string(c_.cluster.start_timeout_ms) +
+                           " ms; tried " + seeds + " " + std::to_string(attempts) +
+                           " times): check cluster.seeds, and that a member of this cluster runs and is reachable there");
+}
+
 void Lifecycle::stepJoining(std::uint64_t now) {
-  if (!p_.membership->joined()) return;
+  if (!p_.membership->joined()) return waitForSeeds(now);
+  everJoined_ = true;
   const auto alive = p_.membership->alive();
   const bool full = alive.size() >= c_.cluster.nodes;
   if (!full && now < since_ + c_.cluster.start_timeout_ms && !lateStarter()) return;

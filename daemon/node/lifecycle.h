@@ -96,6 +96,7 @@ class Lifecycle {
   bool lateStarter() const;
   void startTraining(Round first, std::uint64_t now);
   void stepJoining(std::uint64_t now);
+  void waitForSeeds(std::uint64_t now);
   void stepSyncing(std::uint64_t now);
   bool stepTraining(std::uint64_t now);
   void beginFinishing(std::uint64_t now);
@@ -116,6 +117,8 @@ class Lifecycle {
   std::uint64_t stopAt_ = 0;      // when the stop signal was first seen (ms)
   bool progressed_ = false;
   bool isolated_ = false;
+  bool everJoined_ = false;             // some member answered a Join of this process
+  std::uint64_t unansweredLogged_ = 0;  // join attempts reported as unanswered
   std::chrono::steady_clock::time_point roundBeganAt_{};
   RoundRecord record_;
 };

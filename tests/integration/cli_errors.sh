@@ -191,5 +191,19 @@ for sig in TERM HUP; do
   fi
 done
 
+# Seeds that never answer (a closed port, a host that does not resolve): a line per unanswered join
+# attempt, then exit 4 after cluster.start_timeout_ms with one line naming the seeds (issue 28: the node
+# stayed joining forever with nothing logged).
+timeout 20 "$GOSSIPD" run --set data.format=synthetic --set model.kind=logistic --set "node.data_dir=$TMP/noseed" \
+  --set node.listen=tcp://127.0.0.1:0 --set node.http= --set cluster.start_timeout_ms=1500 \
+  --set 'cluster.seeds=["tcp://127.0.0.1:1", "tcp://no-such-host.invalid:7000"]' >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 4 ] && tail -n 1 "$TMP/err" | grep -qE '^gossipd run: no seed answered within cluster.start_timeout_ms \(1500 ms; tried tcp://127.0.0.1:1, tcp://no-such-host.invalid:7000 [0-9]+ times\)' &&
+   grep -q "no answer yet from tcp://127.0.0.1:1, tcp://no-such-host.invalid:7000 (1 unanswered join attempts)" "$TMP/out" "$TMP/err"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); echo "FAIL unreachable seeds: exit $rc (expected 4):"; tail -n 4 "$TMP/out" "$TMP/err" | sed 's/^/  | /'
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
