@@ -1,6 +1,7 @@
 // NodeRuntime's loop: what the node thread does on every pass, after a round, per status tick, on a
 // rejoin and at the stop (node_runtime_impl.h says how the node is split and who touches what).
 #include <cmath>
+#include <fstream>
 #include <csignal>
 
 #include "core/error.h"
@@ -133,7 +134,16 @@ void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
                                      now);
   statusGossip->refresh(now, s);  // this node's summary and /cluster
   std::string text = renderStatusJson(s);
-  writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
+  try {
+    writeTextAtomic(dir / "status.json", text, /*durable=*/false);  // rewritten every tick
+  } catch (const IoError&) {
+    if (!finished(life.state())) throw;
+    // Leaving on a full disk (failOnDisk): there is no room for a second copy, so overwrite in place,
+    // in the blocks the old one frees; a reader may see a torn file for that moment, never a stale state.
+    std::ofstream out(dir / "status.json", std::ios::trunc);
+    out << text;
+    if (!out.flush()) nodeLog->warn("status.json could not be rewritten either");
+  }
   if (http) {
     http->publish("/status", "application/json", std::move(text));
     http->publish("/metrics", "text/plain; version=0.0.4; charset=utf-8", renderMetrics(toMetrics(s)));
@@ -190,6 +200,35 @@ int NodeRuntime::Impl::run() {
     return 0;
   }
   membership->start();
+  try {
+    return loop();
+  } catch (const IoError& e) {
+    failOnDisk(e);
+  }
+}
+
+// A write into node.data_dir failed (a full disk, a directory gone read-only): no checkpoint can be trusted
+// to land, so the node leaves the cluster cleanly (a leave, not a death, at the others), says so in
+// status.json if that can still be written, and ends with one line naming the path, the cause and the
+// newest checkpoint on disk (exit 2). Issue 28: a full disk was "internal error", exit 1, no leave, and
+// status.json stayed at "joining" (gossipd health said healthy for 10 s).
+void NodeRuntime::Impl::failOnDisk(const IoError& e) {
+  nodeLog->error("{}; leaving the cluster", e.what());
+  life.markStopped();
+  membership->leave();
+  const std::uint64_t until = msSince(t0) + 200;  // the leave's moment on the wire, as in stop()
+  while (msSince(t0) < until) {
+    pumpIncoming(msSince(t0));
+    zmq->waitReadable(std::chrono::milliseconds(10));
+  }
+  writeStatus(msSince(t0), true);
+  const Round last = checkpointWriter->written().round;
+  throw ConfigError(std::string(e.what()) + "; the node left the cluster. Free space (or fix the permissions) in node.data_dir '" +
+                    dir.string() + "' and restart it" +
+                    (last ? "; the newest checkpoint it wrote is for round " + std::to_string(last) : std::string()));
+}
+
+int NodeRuntime::Impl::loop() {
   for (;;) {
     const std::uint64_t now = msSince(t0);
     pumpIncoming(now);

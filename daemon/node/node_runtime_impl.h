@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "daemon/monitor/http_server.h"
 #include "daemon/node/background.h"
 #include "daemon/node/checkpoint_store.h"
@@ -127,7 +128,9 @@ struct NodeRuntime::Impl {
   int stop(std::uint64_t now, bool checkpointed);
   void pumpIncoming(std::uint64_t now);
   void onMembership(std::uint64_t now);
-  void onRefusals();  // logs the Joins we refused; throws RefusedError when a member refused ours
+  void onRefusals();
+  int loop();                                  // run()'s loop
+  [[noreturn]] void failOnDisk(const IoError& e);  // logs the Joins we refused; throws RefusedError when a member refused ours
   void afterRound(Round done);
   void finish(NodeState end);
   void checkpoint(Round next);
