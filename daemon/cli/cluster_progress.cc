@@ -37,7 +37,9 @@ std::string progressLine(const std::vector<Child>& children, Round rounds) {
     const double a = field<double>(c.last, "accuracy", -1);
     if (a >= 0) acc += a, ++withAcc;
     bytes += field<std::uint64_t>(c.last, "bytes_sent", 0);
-    aliveMax = std::max<std::uint64_t>(aliveMax, field<std::uint64_t>(c.last, "alive", 0));
+    // Only the running nodes' views: a killed node's last status.json still counts itself and everyone
+    // (issue 28: "alive 6/6" for the rest of a run after a kill -9).
+    if (!c.status) aliveMax = std::max<std::uint64_t>(aliveMax, field<std::uint64_t>(c.last, "alive", 0));
     ++states[c.status ? "exited" : field<std::string>(c.last, "state", "?")];
     if (!c.status) ++running;
   }

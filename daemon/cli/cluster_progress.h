@@ -22,6 +22,7 @@ struct Child {
   std::filesystem::path dir;
   std::optional<int> status;  // waitpid status once exited
   nlohmann::json last;        // last status.json read
+  unsigned restarts = 0;      // times the supervisor started it again after it died
 };
 
 // A status.json field, or `fallback` when it is missing, null or of another type.

@@ -48,10 +48,13 @@ constexpr const char* kClusterUsage =
     "  /metrics and /status on node.http's host with a port of its own), and shows one progress line for\n"
     "  all of them. Ctrl-C stops them cleanly (each writes a checkpoint and leaves). A second run on the\n"
     "  same D resumes every node from its newest checkpoint; a finished run is refused (its models stay\n"
-    "  as they are; raise algorithm.rounds to train on).\n"
+    "  as they are; raise algorithm.rounds to train on). A node that dies (a signal, an internal error)\n"
+    "  is started again from its data directory, up to 3 times; not after exit 2 (configuration) or 3\n"
+    "  (refused by the cluster).\n"
     "  --nodes N      number of nodes, 1..1024 (sets cluster.nodes)\n"
     "  --config F     TOML configuration shared by all nodes (docs/config.md)\n"
-    "  --set S.K=V    override one key for all nodes; repeatable\n"
+    "  --set S.K=V    override one key for all nodes; repeatable (not node.id, node.data_dir,\n"
+    "                 node.listen, cluster.nodes, cluster.seeds: set per node by the supervisor)\n"
     "  --dir D        data directories go here (default ./gossipd-cluster)\n"
     "  --bin PATH     the gossipd binary to start (default: this one)\n"
     "  --http-port P  node 0's HTTP port (default 8080; another free port when 8080 is taken, 0 = any):\n"
@@ -100,6 +103,12 @@ int cluster(std::vector<std::string> argv) {
     }
   }
   if (!nodes) throw ConfigError("--nodes N is required");
+  // The supervisor sets these for each node itself: a --set of one was silently overridden (issue 28).
+  for (const auto& s : sets)
+    for (const char* key : {"node.id", "node.data_dir", "node.listen", "cluster.nodes", "cluster.seeds"})
+      if (s.starts_with(std::string(key) + "="))
+        throw ConfigError("--set " + s + ": gossipd cluster sets " + key +
+                          " for each node itself (node i runs in --dir/node-i; use --nodes and --dir)");
   // The whole configuration is checked here, once, so a bad key is one line before any child starts.
   if (!trainer.empty()) sets.push_back("trainer.enable=true");
   std::vector<std::string> all = sets;
@@ -148,8 +157,10 @@ int cluster(std::vector<std::string> argv) {
                        "--set", "node.http=" + (i == 0 ? http0 : http)});
     if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
     c.pid = spawn(bin, a, c.dir / "log");
-    // The trainer may start before its node binds the socket: the client retries its attach.
-    if (!trainer.empty())
+    c.status.reset();
+    // The trainer may start before its node binds the socket: the client retries its attach. A node
+    // started again keeps the trainer it had while that one runs (the client re-attaches).
+    if (!trainer.empty() && (c.trainerPid <= 0 || c.trainerStatus))
       c.trainerPid = spawn("/bin/sh", {"-c", trainer}, c.dir / "trainer.log",
                            {{"GOSSIPD_DATA_DIR", c.dir.string()}, {"GOSSIPD_NODE", std::to_string(i)},
                             {"GOSSIPD_NODES", std::to_string(*nodes)}},
@@ -203,11 +214,42 @@ int cluster(std::vector<std::string> argv) {
   for (PeerId i = 1; i < *nodes; ++i) startNode(i, seed);
 
   const bool tty = ::isatty(1);
+  // Supervision: a node that died (a signal, an internal error, no seed answered) is started again from
+  // its data directory, through a running node, at most kMaxRestarts times; it resumes from its newest
+  // checkpoint as a new incarnation. Not after a clean exit, a configuration error (2) or a refusal (3):
+  // those would fail the same way again; nor while the cluster stops.
+  constexpr unsigned kMaxRestarts = 3;
+  auto restartDead = [&] {
+    if (gInterrupted) return;
+    for (auto& c : children) {
+      if (!c.status) continue;
+      const int st = *c.status;
+      const bool again = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2 &&
+                                             WEXITSTATUS(st) != 3);
+      if (!again || c.restarts >= kMaxRestarts) continue;
+      std::string via;
+      for (const auto& o : children)
+        if (o.id != c.id && !o.status) {
+          std::ifstream in(o.dir / "endpoint");
+          if (std::getline(in, via) && !via.empty()) break;
+          via.clear();
+        }
+      if (via.empty()) continue;  // nobody to join through yet: try at the next pass
+      ++c.restarts;
+      std::printf("%snode %u %s: starting it again from %s (restart %u of %u)\n", tty ? "\n" : "", c.id,
+                  describeExit(st).c_str(), c.dir.c_str(), c.restarts, kMaxRestarts);
+      std::fflush(stdout);
+      c.last = nlohmann::json();
+      startNode(c.id, via);
+    }
+  };
+
   bool urlShown = http0.empty();
   auto nextLine = Clock::now();
   std::optional<Clock::time_point> stopDeadline, trainerDeadline;
   for (;;) {
     reap(true);
+    restartDead();
     const bool allDone = std::all_of(children.begin(), children.end(), [](const Child& c) { return c.status.has_value(); });
     const bool trainersDone = std::all_of(children.begin(), children.end(),
                                           [](const Child& c) { return c.trainerPid <= 0 || c.trainerStatus.has_value(); });
