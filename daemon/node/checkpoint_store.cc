@@ -72,7 +72,7 @@ std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<
   }
   if (files.empty()) return std::nullopt;
   const std::string which = files.size() == 1 ? "the checkpoint" : "any of the " + std::to_string(files.size()) + " checkpoints";
-  throw ConfigError("node.data_dir: this node cannot resume " + which + " in '" + dir_.string() +
+  throw RefusedError("node.data_dir: this node cannot resume " + which + " in '" + dir_.string() +
                     "' with this configuration (newest, " + newestReason +
                     "); restart with the configuration and node.id that wrote them, or move them away to start "
                     "from round 0");

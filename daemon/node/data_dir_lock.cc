@@ -36,7 +36,7 @@ DataDirLock::DataDirLock(const std::filesystem::path& dataDir) {
     ::close(fd_);
     fd_ = -1;
     if (err == EWOULDBLOCK)
-      throw ConfigError("node.data_dir '" + dataDir.string() + "' is in use by another gossipd (pid " + pid +
+      throw RefusedError("node.data_dir '" + dataDir.string() + "' is in use by another gossipd (pid " + pid +
                         "); each node needs a data directory of its own");
     throw IoError("node.data_dir: cannot lock '" + file.string() + "': " + std::strerror(err));
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <random>
 #include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 #include "daemon/config/advertise.h"
@@ -188,7 +189,7 @@ void NodeRuntime::Impl::loadNewestCheckpoint() {
   // state transfer and rewrite their final models and checkpoints (issue 28: `gossipd cluster` run twice
   // on one directory left nodes' model.npy byte-identical to node 1's, with exit 0).
   if (*next >= c.algorithm.rounds)
-    throw ConfigError("node.data_dir: the run in '" + dir.string() + "' is finished (its newest checkpoint is at round " +
+    throw RefusedError("node.data_dir: the run in '" + dir.string() + "' is finished (its newest checkpoint is at round " +
                       std::to_string(*next) + ", algorithm.rounds = " + std::to_string(c.algorithm.rounds) +
                       "; the model is in model.npy); raise algorithm.rounds to train on, or give an empty "
                       "node.data_dir to start anew");
@@ -196,6 +197,22 @@ void NodeRuntime::Impl::loadNewestCheckpoint() {
   // incarnation: keep the model, drop the edges (and with them the dual shares).
   engine->dropAllEdges();
   life.resumeAt(*next);
+}
+
+// The data directory belongs to the cluster that first ran in it (its identity, in the file `cluster`):
+// another cluster's node on it would resume checkpoints of another problem, or re-cut every shard in
+// silence (issue 28: `gossipd cluster` resumed with another --nodes). Refused with the keys that differ;
+// deleting the file is the deliberate way to take the directory over.
+void NodeRuntime::Impl::checkClusterFile() {
+  const fs::path f = dir / "cluster";
+  if (!fs::exists(f)) return writeTextAtomic(f, identity);
+  std::ifstream in(f, std::ios::binary);
+  const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (held == identity) return;
+  throw RefusedError("node.data_dir '" + dir.string() + "' belongs to another cluster: " +
+                     describeIdentityDifference(identity, held, "in this configuration", "in the directory") +
+                     ". Run it with that configuration, give this node an empty node.data_dir, or delete '" +
+                     f.string() + "' to take the directory over with its checkpoints");
 }
 
 void NodeRuntime::Impl::makeMembership() {
@@ -211,6 +228,7 @@ void NodeRuntime::Impl::makeMembership() {
   mo.suspicion_mult = c.cluster.suspicion_mult;
   mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
   identity = clusterIdentity(c, engine->node().algorithm().x().size());
+  if (!membership) checkClusterFile();  // once per process: the first life's identity is the directory's
   mo.identity = identity;
   std::vector<std::string> seeds;
   if (!rejoinVia.empty()) seeds.push_back(rejoinVia);  // tried first: Membership's join goes in order

@@ -129,6 +129,7 @@ struct NodeRuntime::Impl {
   void pumpIncoming(std::uint64_t now);
   void onMembership(std::uint64_t now);
   void onRefusals();
+  void checkClusterFile();  // node.data_dir's `cluster` file against this configuration's identity
   int loop();                                  // run()'s loop
   [[noreturn]] void failOnDisk(const IoError& e);  // logs the Joins we refused; throws RefusedError when a member refused ours
   void afterRound(Round done);

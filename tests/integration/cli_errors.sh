@@ -8,14 +8,14 @@ trap 'rm -rf "$TMP"' EXIT
 pass=0
 fail=0
 
-# expect NAME PATTERN -- ARGS...: exit 2, one stderr line matching PATTERN
+# expect NAME PATTERN -- ARGS...: exit 2 (or $EXPECT_RC: 3 for a refusal), one stderr line matching PATTERN
 expect() {
   local name=$1 pattern=$2
   shift 3
   "$GOSSIPD" "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$? lines
+  local rc=$? lines want=${EXPECT_RC:-2}
   lines=$(wc -l <"$TMP/err")
-  if [ "$rc" -eq 2 ] && [ "$lines" -eq 1 ] && grep -qE -- "$pattern" "$TMP/err"; then
+  if [ "$rc" -eq "$want" ] && [ "$lines" -eq 1 ] && grep -qE -- "$pattern" "$TMP/err"; then
     pass=$((pass + 1))
   else
     fail=$((fail + 1))
@@ -152,7 +152,7 @@ BUSY=$!
 for _ in $(seq 1 200); do [ -s "$TMP/busy/endpoint" ] || ! kill -0 $BUSY 2>/dev/null && break; sleep 0.05; done
 if [ -s "$TMP/busy/endpoint" ]; then
   before=$(cat "$TMP/busy/incarnation")
-  expect "data_dir in use" "^gossipd run: node.data_dir '$TMP/busy' is in use by another gossipd \(pid $BUSY\)" -- \
+  EXPECT_RC=3 expect "data_dir in use" "^gossipd run: node.data_dir '$TMP/busy' is in use by another gossipd \(pid $BUSY\)" -- \
     run --set data.format=synthetic --set cluster.nodes=1 --set "node.data_dir=$TMP/busy" --set node.listen=tcp://127.0.0.1:0
   [ "$(cat "$TMP/busy/incarnation")" = "$before" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused daemon rewrote incarnation"; }
 else
@@ -165,14 +165,18 @@ ONE=(run --set data.format=synthetic --set cluster.nodes=1 --set algorithm.round
      --set node.http= --set "node.data_dir=$TMP/kept")
 expect_ok "first run writes checkpoints" "" -- "${ONE[@]}"
 n=$(ls "$TMP/kept/checkpoints" | wc -l)
-expect "restart with another algorithm" "^gossipd run: node.data_dir: this node cannot resume (the checkpoint|any of the $n checkpoints) in '$TMP/kept/checkpoints' with this configuration \(newest, ckpt-[0-9]+.gsc: .*\); restart with" -- \
+EXPECT_RC=3 expect "restart with another algorithm" "^gossipd run: node.data_dir: this node cannot resume (the checkpoint|any of the $n checkpoints) in '$TMP/kept/checkpoints' with this configuration \(newest, ckpt-[0-9]+.gsc: .*\); restart with" -- \
   "${ONE[@]}" --set algorithm.name=choco
 [ "$n" -ge 1 ] && [ "$(ls "$TMP/kept/checkpoints" | wc -l)" = "$n" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL checkpoints after the refused restart: $n before, $(ls "$TMP/kept/checkpoints" | wc -l) after"; }
 # The same run again on its finished directory: refused, the final model untouched; more rounds train on.
 sum=$(md5sum <"$TMP/kept/model.npy")
-expect "rerun of a finished run" "^gossipd run: node.data_dir: the run in '$TMP/kept' is finished \(its newest checkpoint is at round 20, algorithm.rounds = 20" -- "${ONE[@]}"
+EXPECT_RC=3 expect "rerun of a finished run" "^gossipd run: node.data_dir: the run in '$TMP/kept' is finished \(its newest checkpoint is at round 20, algorithm.rounds = 20" -- "${ONE[@]}"
 [ "$(md5sum <"$TMP/kept/model.npy")" = "$sum" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused rerun changed model.npy"; }
 expect_ok "more rounds train on" "resumed at round 20" -- "${ONE[@]}" --set algorithm.rounds=30
+# The directory belongs to the cluster that ran in it: another cluster.nodes (a re-cut of every shard), or
+# here another name, is refused with the keys that differ, though its checkpoints would load.
+EXPECT_RC=3 expect "another cluster on the directory" "^gossipd run: node.data_dir '$TMP/kept' belongs to another cluster: cluster.name is \"other\" in this configuration, \"gossipd\" in the directory\. .*delete '$TMP/kept/cluster' to take the directory over" -- \
+  "${ONE[@]}" --set algorithm.rounds=40 --set cluster.name=other
 
 # SIGTERM and SIGHUP while the node waits for its trainer (during construction): a clean stop, exit 0 (the
 # handlers were installed after construction, so the signal killed it: exit 143 / 129).
