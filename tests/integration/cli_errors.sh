@@ -149,14 +149,16 @@ expect "seed without tcp://" "^gossipd run: cluster.seeds\[0\] must be tcp://HOS
 "$GOSSIPD" run --set data.format=synthetic --set cluster.nodes=1 --set algorithm.rounds=100000000 \
   --set "node.data_dir=$TMP/busy" --set node.listen=tcp://127.0.0.1:0 --set node.http= >"$TMP/busy.log" 2>&1 &
 BUSY=$!
-for _ in $(seq 1 200); do [ -s "$TMP/busy/endpoint" ] || ! kill -0 $BUSY 2>/dev/null && break; sleep 0.05; done
-if [ -s "$TMP/busy/endpoint" ]; then
+# status.json: written once the node runs (its endpoint file comes before the incarnation file, so
+# waiting for the endpoint raced with the read of `incarnation` below: CI failed on it once).
+for _ in $(seq 1 200); do [ -s "$TMP/busy/status.json" ] || ! kill -0 $BUSY 2>/dev/null && break; sleep 0.05; done
+if [ -s "$TMP/busy/status.json" ]; then
   before=$(cat "$TMP/busy/incarnation")
   EXPECT_RC=3 expect "data_dir in use" "^gossipd run: node.data_dir '$TMP/busy' is in use by another gossipd \(pid $BUSY\)" -- \
     run --set data.format=synthetic --set cluster.nodes=1 --set "node.data_dir=$TMP/busy" --set node.listen=tcp://127.0.0.1:0
   [ "$(cat "$TMP/busy/incarnation")" = "$before" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused daemon rewrote incarnation"; }
 else
-  fail=$((fail + 1)); echo "FAIL data_dir in use: the first daemon wrote no endpoint file within 10 s:"; sed 's/^/  | /' "$TMP/busy.log"
+  fail=$((fail + 1)); echo "FAIL data_dir in use: the first daemon wrote no status.json within 10 s:"; sed 's/^/  | /' "$TMP/busy.log"
 fi
 kill $BUSY 2>/dev/null; wait $BUSY 2>/dev/null
 # A restart with another algorithm cannot resume the checkpoints: refused, and they stay (they were skipped,
