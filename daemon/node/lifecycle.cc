@@ -93,13 +93,25 @@ void Lifecycle::stepJoining(std::uint64_t now) {
   everJoined_ = true;
   const auto alive = p_.membership->alive();
   const bool full = alive.size() >= c_.cluster.nodes;
-  if (!full && now < since_ + c_.cluster.start_timeout_ms && !lateStarter()) return;
+  // A late starter syncs with whoever is there, but one alone (a whole cluster resuming: the first node
+  // back knows nobody yet) waits for members like a first start: it began alone and ran at compute speed
+  // (a 4-node resume: node 0 went from round 15127 to 34852 before the others were back, and they all
+  // took its model).
+  if (!full && now < since_ + c_.cluster.start_timeout_ms && (!lateStarter() || alive.size() <= 1)) return;
   if (!lateStarter()) return startTraining(0, now);
   // A restarted or late node asks a neighbour of its view for the current model and round; it agrees to
   // no edge before it has them (it would be asked to mix rounds it has not reached).
   auto& e = *p_.engine;
   e.holdEdges(true, now);
   e.setMembers(alive, resumed_ ? resumeRound_ : 0, now);
+  // A node resumed from its own checkpoint keeps a copy of that state: if the neighbour turns out to be
+  // no further ahead than linked nodes normally are, the checkpoint is put back (stepSyncing).
+  ownState_.reset();
+  if (resumed_ && !rejoined_) {
+    ownState_.emplace();
+    ByteWriter w(*ownState_);
+    e.node().save(w);
+  }
   const auto& nbrs = e.viewNeighbors();
   if (nbrs.empty()) {
     e.holdEdges(false, now);
@@ -122,6 +134,19 @@ void Lifecycle::stepSyncing(std::uint64_t now) {
     // neighbours were at 9909, and stopped). The cut-off node itself rejoins too and so comes back down.
     const Round next = rejoined_ ? std::min(*r, resumeRound_) : *r;
     if (p_.trainer) p_.trainer->bridge().modelChanged();  // the neighbour's model replaced ours
+    if (ownState_ && *r <= resumeRound_ + engine::kMaxRoundsAhead) {
+      // The neighbour is not ahead of our checkpoint by more than linked nodes drift apart: the whole
+      // cluster resumed (a Ctrl-C, then the same command again). Our own checkpoint is as current as its
+      // model, and is ours: put it back (issue 28: 7 of 8 nodes replaced their checkpointed model with a
+      // neighbour's on such a resume).
+      ByteReader back(*ownState_, "own checkpointed state");
+      e.node().load(back);
+      ownState_.reset();
+      log_->info("kept its own checkpoint of round {} (the neighbour is at round {}), continuing at round {}",
+                 resumeRound_, *r, resumeRound_);
+      return startTraining(resumeRound_, now);
+    }
+    ownState_.reset();
     log_->info("state transfer done, continuing at round {}", next);
     return startTraining(next, now);
   }
@@ -132,7 +157,11 @@ void Lifecycle::stepSyncing(std::uint64_t now) {
     stateAskedAt_ = now;
   }
   if (now > since_ + 5000) {
-    log_->warn("no state transfer within 5 s, starting from its own model");
+    ownState_.reset();
+    if (resumed_)  // its neighbours may be resuming too: a syncing node declines state requests
+      log_->info("no neighbour gave its model within 5 s (they may be resuming too): continuing from its own checkpoint");
+    else
+      log_->warn("no state transfer within 5 s, starting from its own model");
     startTraining(resumed_ ? resumeRound_ : 0, now);
   }
 }

@@ -23,8 +23,10 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <utility>
 
+#include "core/bytes.h"
 #include "daemon/config/config.h"
 #include "daemon/log/log.h"
 #include "daemon/monitor/drift_watch.h"
@@ -117,6 +119,7 @@ class Lifecycle {
   std::uint64_t stopAt_ = 0;      // when the stop signal was first seen (ms)
   bool progressed_ = false;
   bool isolated_ = false;
+  std::optional<Bytes> ownState_;  // a resumed node's checkpointed state while it syncs (stepJoining)
   bool everJoined_ = false;             // some member answered a Join of this process
   std::uint64_t unansweredLogged_ = 0;  // join attempts reported as unanswered
   std::chrono::steady_clock::time_point roundBeganAt_{};

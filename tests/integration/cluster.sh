@@ -58,6 +58,26 @@ for p in $kids; do exited "$p" || fail "child $p still running after the cluster
 [ "$(grep -c ' stopped ' "$WORK/long.out")" = 4 ] || fail "expected 4 nodes stopped: $(tail -8 "$WORK/long.out")"
 echo "ok: kill -9 of a child reported and the child started again, SIGINT stopped all 4 cleanly, no process left"
 
+# 2b. The same command again resumes every node from its own checkpoint: none takes a neighbour's model
+# (issue 28: after a Ctrl-C, 7 of 8 nodes replaced their checkpointed model with a neighbour's).
+for i in 0 1 2 3; do : >"$WORK/long/node-$i/log"; done  # this run's lines only
+"$GOSSIPD" cluster --nodes 4 --dir "$WORK/long" --http-port 0 "${common[@]}" --set algorithm.rounds=100000000 >"$WORK/resume.out" 2>&1 &
+CL=$!
+PIDS+=($CL)
+trains_on() { grep -q "training from round" "$WORK/long/node-$1/log"; }
+for i in 0 1 2 3; do
+  wait_for 30 "node $i to resume from its checkpoint" grep -q "resumed at round" "$WORK/long/node-$i/log"
+  wait_for 30 "node $i to train again after resuming" trains_on $i
+done
+for i in 0 1 2 3; do
+  if grep -q "state transfer done" "$WORK/long/node-$i/log"; then fail "node $i took a neighbour's model on a whole-cluster resume: $(grep 'state transfer done' "$WORK/long/node-$i/log")"; fi
+done
+kill -INT "$CL"
+wait_for 30 "the resumed cluster to stop after SIGINT" exited "$CL"
+rc=0; wait "$CL" || rc=$?
+[ "$rc" = 0 ] || fail "the resumed cluster exited $rc"
+echo "ok: a whole-cluster resume keeps every node's own checkpoint"
+
 # 3. Bad arguments: one line, exit 2, no child started.
 for bad in "--nodes 0" "--nodes x" "--nodes 4 --set algorithm.name=nope" "--frobnicate" "--nodes 2 --http-port 70000" \
            "--nodes 2 --set node.id=3" "--nodes 2 --set node.data_dir=/tmp/x"; do
