@@ -165,7 +165,7 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
 
 void NodeEngine::holdEdges(bool hold, std::uint64_t nowMs) {
   holdEdges_ = hold;
-  if (!hold && vg_) setMembers(vg_->view, nextRound(), nowMs);
+  if (!hold && vg_ && linked_) setMembers(vg_->view, nextRound(), nowMs);  // unlinked: no edges to propose
 }
 
 bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const {

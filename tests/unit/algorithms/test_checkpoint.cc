@@ -29,7 +29,7 @@ void loadAlgo(algo::Algorithm& a, std::span<const std::byte> b) {
 
 }  // namespace
 
-TEST_CASE("checkpoint: save, load into fresh nodes, continue: trajectories are bit-identical") {
+TEST_CASE("checkpoint: save - load into fresh nodes - continue: trajectories are bit-identical") {
   const Problem p = makeL1Logistic(5, 10, 20, 0.02, 1e-3, 31);
   for (const AlgoCase& c : allCases()) {
     INFO(c.algo);
@@ -53,7 +53,7 @@ TEST_CASE("checkpoint: save, load into fresh nodes, continue: trajectories are b
   }
 }
 
-TEST_CASE("checkpoint: truncated, foreign or wrong-dimension state throws DecodeError and changes nothing") {
+TEST_CASE("checkpoint: truncated - foreign or wrong-dimension state throws DecodeError and changes nothing") {
   const Problem p = makeRidge(4, 8, 20, 1e-2, 32);
   const Problem q = makeRidge(4, 9, 20, 1e-2, 32);  // another dimension
   const auto cases = allCases();

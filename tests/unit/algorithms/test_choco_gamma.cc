@@ -63,7 +63,7 @@ Run run(double gamma, bool adapt, Round rounds) {
 
 }  // namespace
 
-TEST_CASE("choco: gamma = 0 takes min(1, 2 delta) of the compressor at the model's size (delta for rand-k and cltk); a given gamma is kept") {
+TEST_CASE("choco: gamma = 0 takes min(1 - 2 delta) of the compressor at the model's size (delta for rand-k and cltk) - a given gamma is kept") {
   const Vec x0 = Vec::Zero(1000);
   auto topk = compress::makeCompressor({.name = "topk", .ratio = 0.01});
   auto fp32 = compress::makeCompressor({.name = "fp32"});
@@ -89,7 +89,7 @@ TEST_CASE("choco: gamma = 0 takes min(1, 2 delta) of the compressor at the model
   CHECK(std::isnan(algo::makeAlgorithm({.name = "dpsgd"}, *topk, 0, x0)->consensusStep()));
 }
 
-TEST_CASE("choco: gamma_adapt halves a step under which the nodes drift apart, and they then converge") {
+TEST_CASE("choco: gamma_adapt halves a step under which the nodes drift apart - and they then converge") {
   // Without the adaptation gamma = 0.8 with top-2 of 200 on a ring of 8 drifts apart.
   const Run fixed = run(0.8, false, 4000);
   CAPTURE(fixed.early);
@@ -111,7 +111,7 @@ TEST_CASE("choco: gamma_adapt halves a step under which the nodes drift apart, a
   CHECK(adapted.late < 2 * small.late);
 }
 
-TEST_CASE("choco: a checkpoint taken while gamma adapts continues bit-identically (step, window and watch)") {
+TEST_CASE("choco: a checkpoint taken while gamma adapts continues bit-identically (step - window and watch)") {
   algo::AlgorithmParams params{.name = "choco", .gamma = 0.8, .gamma_adapt = true};
   auto c = compress::makeCompressor({.name = "topk", .k = 2});
   MiniNet a(8, chocoNodes(params, *c)), b(8, chocoNodes(params, *c));

@@ -99,7 +99,7 @@ TEST_CASE("cltk round: every node uses the top-k the leader of round t - delay t
   }
 }
 
-TEST_CASE("cltk round: a leader that crashes before its set spreads costs one round of values, nothing else") {
+TEST_CASE("cltk round: a leader that crashes before its set spreads costs one round of values - nothing else") {
   auto c = cltk();
   for (const std::string name : {"deepsqueeze", "choco"}) {
     CAPTURE(name);
@@ -151,7 +151,7 @@ TEST_CASE("cltk round: a restarted CHOCO node decodes its neighbours' values at 
   CHECK(net.rejectedTotal() == 0);
 }
 
-TEST_CASE("cltk round: CHOCO reaches exact CHOCO's fixed point, DeepSqueeze stays near its own") {
+TEST_CASE("cltk round: CHOCO reaches exact CHOCO's fixed point - DeepSqueeze stays near its own") {
   // With a constant step every node pulled to its own target ends a fixed distance from the mean target;
   // which distance depends on the method and its step, not on the compressor when the compression
   // error vanishes. CHOCO's does (x - x_hat -> 0), so with cltk it must end where CHOCO with exact
@@ -224,7 +224,7 @@ TEST_CASE("cltk round: a message with a bad trailer is refused with the model un
   CHECK_NOTHROW(a->apply(0, ok, row));
 }
 
-TEST_CASE("cltk round: the checkpoint carries the recorded sets; a truncated one is refused") {
+TEST_CASE("cltk round: the checkpoint carries the recorded sets - a truncated one is refused") {
   auto c = cltk();
   const auto p = params("choco");
   MiniNet net(kNodes, gossipOnly(p, *c, kDim));
@@ -250,7 +250,7 @@ TEST_CASE("cltk round: the checkpoint carries the recorded sets; a truncated one
   }
 }
 
-TEST_CASE("cltk works with choco and deepsqueeze only, and needs the node count") {
+TEST_CASE("cltk works with choco and deepsqueeze only - and needs the node count") {
   auto c = cltk();
   for (const std::string name : {"dpsgd", "lsgd", "lead", "nids"})
     CHECK_THROWS_AS(algo::makeAlgorithm(params(name), *c, 0, Vec::Zero(kDim)), ConfigError);

@@ -132,7 +132,7 @@ TEST_CASE("codistill: copies refresh only in rounds t % distill_period == 0 and 
   }
 }
 
-TEST_CASE("codistill: a restarted neighbour's copy starts from its new public model, and the rounds go on") {
+TEST_CASE("codistill: a restarted neighbour's copy starts from its new public model - and the rounds go on") {
   auto c = compress::makeCompressor({.name = "topk", .ratio = 0.2});
   const auto p = params(2);
   MiniNet net(5, nodes(p, *c));
@@ -152,7 +152,7 @@ TEST_CASE("codistill: a restarted neighbour's copy starts from its new public mo
   CHECK(net.rejectedTotal() == 0);
 }
 
-TEST_CASE("codistill: a refresh outside its rounds, a missing message or a corrupt payload is refused, state unchanged") {
+TEST_CASE("codistill: a refresh outside its rounds - a missing message or a corrupt payload is refused - state unchanged") {
   auto c = compress::makeCompressor({.name = "fp32"});
   const auto p = params(2);
   auto a = algo::makeAlgorithm(p, *c, 0, gossipStart(0, kDim));
@@ -191,7 +191,7 @@ TEST_CASE("codistill: a refresh outside its rounds, a missing message or a corru
   CHECK(a->x().cwiseEqual(x).all());
 }
 
-TEST_CASE("codistill: checkpoint round trip, and a truncated or foreign state is refused") {
+TEST_CASE("codistill: checkpoint round trip - and a truncated or foreign state is refused") {
   auto c = compress::makeCompressor({.name = "topk", .ratio = 0.2});
   const auto p = params();
   MiniNet net(4, nodes(p, *c));

@@ -75,7 +75,7 @@ std::vector<double> sent(const Vec& x) {
 
 }  // namespace
 
-TEST_CASE("codistill reference: the target is the neighbours' mean prediction as sent, the step uses the last one") {
+TEST_CASE("codistill reference: the target is the neighbours' mean prediction as sent - the step uses the last one") {
   auto c = compress::makeCompressor({.name = "fp32"});
   const auto p = params();
   MiniNet net(6, nodes(p, *c));
@@ -112,7 +112,7 @@ TEST_CASE("codistill reference: the target is the neighbours' mean prediction as
   CHECK(net.rejectedTotal() == 0);
 }
 
-TEST_CASE("codistill reference: predictions go only in rounds t % distill_period == 0, a silent neighbour is left out") {
+TEST_CASE("codistill reference: predictions go only in rounds t % distill_period == 0 - a silent neighbour is left out") {
   auto c = compress::makeCompressor({.name = "fp16"});
   const auto p = params(3);
   auto a = algo::makeAlgorithm(p, *c, 0, gossipStart(0, kDim));
@@ -138,7 +138,7 @@ TEST_CASE("codistill reference: predictions go only in rounds t % distill_period
   }
 }
 
-TEST_CASE("codistill reference: a malformed message is refused with the state unchanged, sparse codecs are refused") {
+TEST_CASE("codistill reference: a malformed message is refused with the state unchanged - sparse codecs are refused") {
   auto c = compress::makeCompressor({.name = "fp32"});
   const auto p = params();
   auto a = algo::makeAlgorithm(p, *c, 0, gossipStart(0, kDim));
@@ -161,7 +161,7 @@ TEST_CASE("codistill reference: a malformed message is refused with the state un
   CHECK_THROWS_AS(algo::makeAlgorithm(p, *topk, 0, Vec::Zero(kDim)), ConfigError);
 }
 
-TEST_CASE("codistill reference: checkpoint round trip, and a truncated state is refused") {
+TEST_CASE("codistill reference: checkpoint round trip - and a truncated state is refused") {
   auto c = compress::makeCompressor({.name = "fp32"});
   const auto p = params();
   MiniNet net(6, nodes(p, *c));

@@ -20,7 +20,7 @@ namespace {
 Vec fp32(const Vec& x) { return x.cast<float>().cast<double>(); }
 }  // namespace
 
-TEST_CASE("disagreement is NaN before mixing, then || y_i - sum_j w_ij y_j || of the mixed values") {
+TEST_CASE("disagreement is NaN before mixing - then || y_i - sum_j w_ij y_j || of the mixed values") {
   for (const char* name : {"dpsgd", "deepsqueeze", "choco", "ed", "nids", "lead", "prox_lead"}) {
     CAPTURE(name);
     algo::AlgorithmParams params{.name = name, .eta = 0.5, .gamma = 0.5};
@@ -53,7 +53,7 @@ TEST_CASE("disagreement is NaN before mixing, then || y_i - sum_j w_ij y_j || of
   }
 }
 
-TEST_CASE("disagreement falls towards zero as D-PSGD reaches consensus; a missing neighbour counts as agreeing") {
+TEST_CASE("disagreement falls towards zero as D-PSGD reaches consensus - a missing neighbour counts as agreeing") {
   algo::AlgorithmParams params{.name = "dpsgd"};
   auto c = compress::makeCompressor({.name = "fp32"});
   MiniNet net(5, gossipOnly(params, *c, 20));

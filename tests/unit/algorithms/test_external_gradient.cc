@@ -29,7 +29,7 @@ class Quadratic final : public training::GradientEstimator {
 
 }  // namespace
 
-TEST_CASE("ExternalGradient hands over what was supplied, zero when asked, and refuses an unsupplied gradient") {
+TEST_CASE("ExternalGradient hands over what was supplied - zero when asked - and refuses an unsupplied gradient") {
   training::ExternalGradient e(3);
   Vec g, x = Vec::Zero(3);
   CHECK_THROWS(e.estimate(x, g));
@@ -52,7 +52,7 @@ TEST_CASE("ExternalGradient hands over what was supplied, zero when asked, and r
   CHECK_THROWS(e.estimate(Vec::Zero(2), g));
 }
 
-TEST_CASE("a node fed gradients from outside takes the same steps as one computing them (LEAD, with its start step)") {
+TEST_CASE("a node fed gradients from outside takes the same steps as one computing them (LEAD - with its start step)") {
   const auto codec = compress::makeCompressor({.name = "fp32"});
   algo::AlgorithmParams p;
   p.name = "lead";

@@ -47,7 +47,7 @@ Vec average(MiniNet& net) {
 
 }  // namespace
 
-TEST_CASE("final consensus: each round sets x_i to sum_j w_ij fp32(x_j), with no gradient step") {
+TEST_CASE("final consensus: each round sets x_i to sum_j w_ij fp32(x_j) - with no gradient step") {
   for (const char* name : {"dpsgd", "deepsqueeze", "choco"}) {
     CAPTURE(name);
     algo::AlgorithmParams params{.name = name, .eta = 0.5, .gamma = 0.3};
@@ -108,7 +108,7 @@ TEST_CASE("final consensus: a node whose neighbour's message is missing keeps th
   CHECK((net.nodes().at(2)->algorithm().x() - want).norm() <= 1e-12 * want.norm());
 }
 
-TEST_CASE("final consensus in fp16 or bf16: half the bytes, x_i <- sum_j w_ij C(x_j) with C the rounding, one model at the end") {
+TEST_CASE("final consensus in fp16 or bf16: half the bytes - x_i <- sum_j w_ij C(x_j) with C the rounding - one model at the end") {
   for (const char* codec : {"fp16", "bf16"}) {
     CAPTURE(codec);
     auto cc = compress::makeCompressor({.name = codec});

@@ -70,7 +70,7 @@ int checkRound(MiniNet& net, Round t, const compress::Compressor& c, double lamb
 
 }  // namespace
 
-TEST_CASE("lsgd: each round is sum_j w_ij C(x_j) - lr g_i - lr lambda (C(x_i) - C(x_leader)), leader = lowest loss nearby") {
+TEST_CASE("lsgd: each round is sum_j w_ij C(x_j) - lr g_i - lr lambda (C(x_i) - C(x_leader)) - leader = lowest loss nearby") {
   algo::AlgorithmParams params{.name = "lsgd", .leader_pull = 0.5};
   auto c = compress::makeCompressor({.name = "topk", .ratio = 0.25});
   MiniNet net(6, nodes(params, *c));
@@ -128,7 +128,7 @@ TEST_CASE("lsgd: a message without a finite loss trailer is rejected and the mod
   CHECK((a->x() - want).norm() <= 1e-12 * want.norm());
 }
 
-TEST_CASE("lsgd: after a rejected payload the engine's retry without it pulls once, not twice") {
+TEST_CASE("lsgd: after a rejected payload the engine's retry without it pulls once - not twice") {
   // Node 0 with neighbours 1 (the leader) and 2, whose codec payload is corrupt but whose trailer is fine:
   // the mix rejects 2 after the leader's model was decoded; the retry without 2 must be the plain rule.
   auto c = compress::makeCompressor({.name = "fp32"});
@@ -156,7 +156,7 @@ TEST_CASE("lsgd: after a rejected payload the engine's retry without it pulls on
   CHECK((a->x() - want).norm() <= 1e-12 * want.norm());
 }
 
-TEST_CASE("lsgd converges on a convex problem, near the minimiser of the average objective") {
+TEST_CASE("lsgd converges on a convex problem - near the minimiser of the average objective") {
   // sum_i 0.5 ||x - target_i||^2 is minimised by the mean target. D-PSGD's average model reaches it exactly
   // (W keeps the average); the pull moves the average toward the leaders' targets, so lsgd stops near it,
   // not at it. Checked: the run settles (a fixed point), and the average model's error is a small fraction
@@ -215,7 +215,7 @@ PeerId winnerOf(const std::map<PeerId, double>& loss) {
 
 }  // namespace
 
-TEST_CASE("lsgd global leader: all nodes elect the epoch's lowest loss and take its model once, hop by hop") {
+TEST_CASE("lsgd global leader: all nodes elect the epoch's lowest loss and take its model once - hop by hop") {
   auto c = compress::makeCompressor({.name = "fp32"});
   const auto params = globalParams();
   MiniNet net(8, nodes(params, *c));  // a ring of 8: diameter 4 < the epoch of 5 rounds
@@ -289,7 +289,7 @@ TEST_CASE("lsgd global leader: a winner that crashes before its copy goes out co
   CHECK(net.rejectedTotal() == 0);
 }
 
-TEST_CASE("lsgd global leader: trailer sizes, bad trailers refused with the model unchanged, pull 0 adds nothing") {
+TEST_CASE("lsgd global leader: trailer sizes - bad trailers refused with the model unchanged - pull 0 adds nothing") {
   auto c = compress::makeCompressor({.name = "fp32"});
   const Vec x0 = gossipStart(0, kDim);
   compress::Encoded plain, with;
@@ -345,7 +345,7 @@ TEST_CASE("lsgd global leader: a checkpoint taken while a copy waits to be relay
   FAIL("no node took the copy in round 5");
 }
 
-TEST_CASE("lsgd refuses a global pull outside [0, 1] or an epoch of 0 rounds") {
+TEST_CASE("lsgd refuses a global pull outside [0 - 1] or an epoch of 0 rounds") {
   auto c = compress::makeCompressor({.name = "fp32"});
   CHECK_THROWS_AS(algo::makeAlgorithm({.name = "lsgd", .leader_global_pull = 1.5}, *c, 0, Vec::Zero(kDim)), ConfigError);
   CHECK_THROWS_AS(algo::makeAlgorithm({.name = "lsgd", .leader_global_pull = 0.5, .leader_global_period = 0}, *c, 0,
@@ -401,7 +401,7 @@ TEST_CASE("lsgd on deepsqueeze: a round is x_half + eta sum_j w_ij (c_j - c_i) -
   CHECK(pulled > 0);
 }
 
-TEST_CASE("lsgd on deepsqueeze: checkpoint with the error memory, and another base's state is refused") {
+TEST_CASE("lsgd on deepsqueeze: checkpoint with the error memory - and another base's state is refused") {
   algo::AlgorithmParams params{.name = "lsgd", .eta = 0.3, .leader_base = "deepsqueeze"};
   auto c = compress::makeCompressor({.name = "topk", .ratio = 0.25});
   MiniNet net(4, nodes(params, *c));

@@ -126,7 +126,7 @@ TEST_CASE("lgc learner: the basis spans a planted subspace and is deterministic"
   CHECK(loaded.samples() == 150);
 }
 
-TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exchanged (DeepSqueeze: their differences), coding starts at W + delay") {
+TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exchanged (DeepSqueeze: their differences) - coding starts at W + delay") {
   constexpr std::uint64_t kWarmup = 6;
   auto c = lgc();
   for (const std::string name : {"choco", "deepsqueeze"}) {
@@ -190,7 +190,7 @@ TEST_CASE("lgc round: node 0 learns from the window sums of the messages it exch
   }
 }
 
-TEST_CASE("lgc round: CHOCO with lgc reaches exact CHOCO's fixed point, every node codes with one basis") {
+TEST_CASE("lgc round: CHOCO with lgc reaches exact CHOCO's fixed point - every node codes with one basis") {
   auto c = lgc(8);
   auto exact = compress::makeCompressor({.name = "fp32"});
   const auto p = params("choco");
@@ -209,7 +209,7 @@ TEST_CASE("lgc round: CHOCO with lgc reaches exact CHOCO's fixed point, every no
   CHECK(net.rejectedTotal() == 0);
 }
 
-TEST_CASE("lgc round: a learner that crashes before its basis spreads leaves everyone on top-k, nothing rejected") {
+TEST_CASE("lgc round: a learner that crashes before its basis spreads leaves everyone on top-k - nothing rejected") {
   auto c = lgc();
   for (const std::string name : {"deepsqueeze", "choco"}) {
     CAPTURE(name);
@@ -303,7 +303,7 @@ TEST_CASE("lgc round: a message with a bad trailer is refused with the model unc
   CHECK(dynamic_cast<algo::LgcRound&>(*a).basis() == dynamic_cast<algo::LgcRound&>(*b).basis());
 }
 
-TEST_CASE("lgc round: a checkpoint resumes byte for byte, mid warm-up and after the switch") {
+TEST_CASE("lgc round: a checkpoint resumes byte for byte - mid warm-up and after the switch") {
   auto c = lgc();
   const auto p = params("choco", 8, 1);
   const topology::MixingRow rowA{0.5, {{1, 0.5}}}, rowB{0.5, {{0, 0.5}}};

@@ -124,7 +124,7 @@ TEST_CASE("Must show 1: a corrupt neighbour message is rejected and leaves the n
   }
 }
 
-TEST_CASE("replica methods: a missing message is a ProtocolError, not a rejection, and changes nothing") {
+TEST_CASE("replica methods: a missing message is a ProtocolError - not a rejection - and changes nothing") {
   const Problem p = makeRidge(4, 12, 20, 1e-2, 22);
   for (const AlgoCase& c : allCases()) {
     CaseEnv env(c, p, 0.5 / p.smoothness());
@@ -152,7 +152,7 @@ TEST_CASE("replica methods: a missing message is a ProtocolError, not a rejectio
   }
 }
 
-TEST_CASE("edges: addEdge on an existing id throws; dropEdge needs the exact key") {
+TEST_CASE("edges: addEdge on an existing id throws - dropEdge needs the exact key") {
   const Problem p = makeRidge(2, 6, 10, 1e-2, 23);
   for (const AlgoCase& c : allCases()) {
     INFO(c.algo);
@@ -195,7 +195,7 @@ TEST_CASE("restart: drop + add with a new incarnation keeps sum_i d_i = 0 for Pr
   CHECK(net.maxRelError(p.solve()) < 1e-8);  // and the network still reaches the exact optimum
 }
 
-TEST_CASE("restart: a new incarnation draws a different random stream; incarnation 0 keeps the old one") {
+TEST_CASE("restart: a new incarnation draws a different random stream - incarnation 0 keeps the old one") {
   CHECK(algo::roundSeed(9, 3, 0, 17) == deriveSeed({9, 3, 17}));
   CHECK(algo::roundSeed(9, 3, 1, 17) != algo::roundSeed(9, 3, 0, 17));
   CHECK(algo::roundSeed(9, 3, 1, 17) != algo::roundSeed(9, 3, 2, 17));

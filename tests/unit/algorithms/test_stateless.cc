@@ -41,7 +41,7 @@ TEST_CASE("DeepSqueeze mixing preserves the network average exactly and reaches 
   CHECK(consensus(net) < 1e-6 * c0);
 }
 
-TEST_CASE("D-PSGD replaces a missing neighbour by its own value; symmetric loss keeps the average") {
+TEST_CASE("D-PSGD replaces a missing neighbour by its own value - symmetric loss keeps the average") {
   algo::AlgorithmParams params{.name = "dpsgd"};
   auto c = compress::makeCompressor({.name = "fp32"});
   MiniNet net(8, gossipOnly(params, *c, 10));

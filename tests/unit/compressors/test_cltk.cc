@@ -37,7 +37,7 @@ std::vector<double> normals(Rng& rng, std::size_t d) {
 
 }  // namespace
 
-TEST_CASE("cltk sends x restricted to the installed support; empty support sends nothing") {
+TEST_CASE("cltk sends x restricted to the installed support - empty support sends nothing") {
   auto c = makeNamed("cltk", 3);
   auto* ctl = gc::cltkControl(*c);
   REQUIRE(ctl != nullptr);
@@ -98,7 +98,7 @@ TEST_CASE("support announcements round-trip and reject corruption") {
         gc::supportFingerprint(std::vector<std::uint32_t>{1, 2}, 11));
 }
 
-TEST_CASE("SupportSchedule: cyclic leader, delayed use, duplicates and conflicts") {
+TEST_CASE("SupportSchedule: cyclic leader - delayed use - duplicates and conflicts") {
   gc::SupportSchedule sch(5, 2);
   CHECK(sch.leader(0) == 0);
   CHECK(sch.leader(7) == 2);
@@ -184,7 +184,7 @@ TEST_CASE("cltk on a ring: flooding with delay = diameter gives every node the s
   }
 }
 
-TEST_CASE("cltk: the empty set is accepted by any receiver, announced sets by fingerprint") {
+TEST_CASE("cltk: the empty set is accepted by any receiver - announced sets by fingerprint") {
   const std::uint32_t dim = 32;
   auto sender = makeNamed("cltk", 4), receiver = makeNamed("cltk", 4);
   const gc::SharedSupport mine({0, 1, 2, 3}, dim), theirs({4, 9, 20, 31}, dim);
@@ -207,7 +207,7 @@ TEST_CASE("cltk: the empty set is accepted by any receiver, announced sets by fi
   }
 }
 
-TEST_CASE("cltk: a leading encode takes the top-k of its own input; fresh() has no set") {
+TEST_CASE("cltk: a leading encode takes the top-k of its own input - fresh() has no set") {
   const std::uint32_t dim = 50;
   auto c = makeNamed("cltk", 5);
   auto* ctl = gc::cltkControl(*c);
@@ -235,7 +235,7 @@ TEST_CASE("cltk: a leading encode takes the top-k of its own input; fresh() has 
   CHECK(gc::cltkControl(*makeNamed("topk", 5)) == nullptr);
 }
 
-TEST_CASE("SupportSchedule with a period: a set every 3 rounds, each used 3 rounds, late copies still taken") {
+TEST_CASE("SupportSchedule with a period: a set every 3 rounds - each used 3 rounds - late copies still taken") {
   gc::SupportSchedule sch(4, 2, 3);
   CHECK(sch.choosing(0));
   CHECK_FALSE(sch.choosing(1));
@@ -261,7 +261,7 @@ TEST_CASE("SupportSchedule with a period: a set every 3 rounds, each used 3 roun
   CHECK_THROWS_AS(gc::SupportSchedule(4, 2, 0), gossip::ConfigError);
 }
 
-TEST_CASE("SupportSchedule: conflicts() without recording, and a checkpoint round trip") {
+TEST_CASE("SupportSchedule: conflicts() without recording - and a checkpoint round trip") {
   gc::SupportSchedule sch(4, 2);
   const gc::SharedSupport a({1, 2}, 10), b({3, 4}, 10);
   CHECK_FALSE(sch.conflicts(0, a));

@@ -211,7 +211,7 @@ void checkMalformed(const gc::Compressor& c, std::string_view name, const std::v
 
 }  // namespace
 
-TEST_CASE("every compressor: round trip in float and double, exact size, same seed -> same bytes") {
+TEST_CASE("every compressor: round trip in float and double - exact size - same seed -> same bytes") {
   for (auto name : gc::compressorNames()) {
     CAPTURE(name);
     const auto c = make(name);

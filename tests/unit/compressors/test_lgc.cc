@@ -85,7 +85,7 @@ TEST_CASE("lgc without a basis is top-k byte for byte and decodes top-k payloads
   CHECK(y1 == y2);
 }
 
-TEST_CASE("lgc with a basis: codes are B^T x per block in f32, the rest goes by top-k, and the bound holds") {
+TEST_CASE("lgc with a basis: codes are B^T x per block in f32 - the rest goes by top-k - and the bound holds") {
   auto c = lgc();
   auto* ctl = gc::lgcControl(*c);
   REQUIRE(ctl != nullptr);
@@ -133,7 +133,7 @@ TEST_CASE("lgc with a basis: codes are B^T x per block in f32, the rest goes by 
   }
 }
 
-TEST_CASE("lgc: a vector in the basis' span is sent by its codes, the residual's top-k only mops up f32 rounding") {
+TEST_CASE("lgc: a vector in the basis' span is sent by its codes - the residual's top-k only mops up f32 rounding") {
   auto c = lgc(1);
   const auto basis = randomBasis(7);
   gc::lgcControl(*c)->setBasis(basis);
@@ -171,7 +171,7 @@ TEST_CASE("lgc: a receiver without the sender's basis refuses its payload and ke
   CHECK_NOTHROW(other->decodeAdd(e.view(), std::span<float>(acc), 1.0));
 }
 
-TEST_CASE("lgc basis: round trip, and corruption or other sizes are refused") {
+TEST_CASE("lgc basis: round trip - and corruption or other sizes are refused") {
   const auto s = randomBasis(12);
   Bytes buf;
   ByteWriter w(buf);

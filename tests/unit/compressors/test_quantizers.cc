@@ -42,7 +42,7 @@ float f32At(const gc::Encoded& e, std::size_t off) {
 
 }  // namespace
 
-TEST_CASE("field streams are the BitWriter layout, 64 fields at a time") {
+TEST_CASE("field streams are the BitWriter layout - 64 fields at a time") {
   Rng rng(11);
   for (unsigned w = 1; w <= 32; ++w) {
     for (std::size_t n : {0u, 1u, 63u, 64u, 65u, 200u}) {
@@ -73,7 +73,7 @@ TEST_CASE("field streams are the BitWriter layout, 64 fields at a time") {
   }
 }
 
-TEST_CASE("fp16 and bf16 round to nearest even, saturate, and keep non-finite values rejected") {
+TEST_CASE("fp16 and bf16 round to nearest even - saturate - and keep non-finite values rejected") {
   struct Fmt {
     const char* name;
     int mant, emin;
@@ -300,7 +300,7 @@ bool looksUnbiased(const gc::Compressor& c, const std::vector<double>& x, int dr
 }
 }  // namespace
 
-TEST_CASE("unbiased codecs average to x; the scaled QSGD does not") {
+TEST_CASE("unbiased codecs average to x - the scaled QSGD does not") {
   Rng rng(8);
   auto x = draw(Dist::GaussLogNormal, 40, rng);
   x[3] = 0;
@@ -322,7 +322,7 @@ TEST_CASE("unbiased codecs average to x; the scaled QSGD does not") {
 
 // The §8 numbers come from one numpy realization and the heavy tail moves them: a pure-Python re-run of
 // Appendix B on other draws gave 0.082, 0.435, 2.95, 0.071, 2.22, 0.762, 0.595 (same order as below).
-TEST_CASE("error ratios match ALGORITHMS.md §8 on Gaussian x lognormal, d = 1000") {
+TEST_CASE("error ratios match ALGORITHMS.md §8 on Gaussian x lognormal - d = 1000") {
   struct Ref {
     gc::CompressorSpec spec;
     double ratio;
@@ -347,7 +347,7 @@ TEST_CASE("error ratios match ALGORITHMS.md §8 on Gaussian x lognormal, d = 100
   }
 }
 
-TEST_CASE("same seed gives the same bytes, another seed different bytes") {
+TEST_CASE("same seed gives the same bytes - another seed different bytes") {
   Rng rng(4);
   const auto x = draw(Dist::GaussLogNormal, 1000, rng);
   for (const auto& s : quantizerSpecs()) {
@@ -378,7 +378,7 @@ TEST_CASE("same seed gives the same bytes, another seed different bytes") {
   }
 }
 
-TEST_CASE("decodeAdd adds scale times the decoded vector, into float and double") {
+TEST_CASE("decodeAdd adds scale times the decoded vector - into float and double") {
   Rng rng(6);
   const auto x = draw(Dist::GaussLogNormal, 300, rng);
   const auto base = draw(Dist::Gaussian, 300, rng);
@@ -400,7 +400,7 @@ TEST_CASE("decodeAdd adds scale times the decoded vector, into float and double"
   }
 }
 
-TEST_CASE("natural compression: subnormals round unbiasedly, the top of the range is capped") {
+TEST_CASE("natural compression: subnormals round unbiasedly - the top of the range is capped") {
   const auto c = gc::makeCompressor({.name = "natural"});
   const double tiny = std::ldexp(1.0, -130);  // 1/16 of the smallest normal
   int up = 0;
@@ -416,7 +416,7 @@ TEST_CASE("natural compression: subnormals round unbiasedly, the top of the rang
     CHECK(roundTrip(*c, top, seed) == std::vector<double>{std::ldexp(1.0, 127), -std::ldexp(1.0, 127), 0.0});
 }
 
-TEST_CASE("non-finite input gives a payload that every decoder rejects, leaving acc alone") {
+TEST_CASE("non-finite input gives a payload that every decoder rejects - leaving acc alone") {
   const double inf = std::numeric_limits<double>::infinity();
   for (const auto& s : quantizerSpecs()) {
     const auto c = gc::makeCompressor(s);
@@ -441,7 +441,7 @@ TEST_CASE("non-finite input gives a payload that every decoder rejects, leaving 
   }
 }
 
-TEST_CASE("configuration errors name the field; foreign parameters are rejected at decode") {
+TEST_CASE("configuration errors name the field - foreign parameters are rejected at decode") {
   auto message = [](const gc::CompressorSpec& s) -> std::string {
     try {
       gc::makeCompressor(s);

@@ -54,7 +54,7 @@ double relErr(const std::vector<double>& x, const std::vector<double>& y) {
 
 }  // namespace
 
-TEST_CASE("k follows spec.k or round(ratio*d), at least 1, at most d; bad ratio is a ConfigError") {
+TEST_CASE("k follows spec.k or round(ratio*d) - at least 1 - at most d - bad ratio is a ConfigError") {
   auto c = make("topk", 0.01);
   Rng rng(1);
   for (std::uint32_t d : {1u, 49u, 50u, 149u, 150u, 1000u}) {
@@ -71,7 +71,7 @@ TEST_CASE("k follows spec.k or round(ratio*d), at least 1, at most d; bad ratio 
   }
 }
 
-TEST_CASE("topk keeps exactly the reference top-k, error is 1-k/d on a flat vector and <= 1-k/d always") {
+TEST_CASE("topk keeps exactly the reference top-k - error is 1-k/d on a flat vector and <= 1-k/d always") {
   Rng rng(2);
   auto c = make("topk", 0.1);
   for (std::uint32_t d : {1u, 9u, 10u, 11u, 100u, 1001u}) {
@@ -134,7 +134,7 @@ TEST_CASE("topk 1% and randk 1% error ratios on the Gaussian x log-normal mix (A
   CHECK(std::abs(er - 0.99) < 0.005);
 }
 
-TEST_CASE("randk biased: keeps k coordinates unchanged, each with probability k/d; E error = 1 - k/d") {
+TEST_CASE("randk biased: keeps k coordinates unchanged - each with probability k/d - E error = 1 - k/d") {
   Rng rng(4);
   const std::uint32_t d = 40, k = 10;
   auto c = make("randk", 0.0, k);
@@ -167,7 +167,7 @@ TEST_CASE("randk biased: keeps k coordinates unchanged, each with probability k/
   CHECK(err / seeds == doctest::Approx(0.75).epsilon(0.02));
 }
 
-TEST_CASE("randk unbiased: scaled by d/k, mean over seeds equals x, variance ratio d/k - 1") {
+TEST_CASE("randk unbiased: scaled by d/k - mean over seeds equals x - variance ratio d/k - 1") {
   Rng rng(5);
   const std::uint32_t d = 30, k = 6;
   auto c = make("randk", 0.0, k, true);
@@ -191,7 +191,7 @@ TEST_CASE("randk unbiased: scaled by d/k, mean over seeds equals x, variance rat
   CHECK(err == doctest::Approx(4.0).epsilon(0.05));
 }
 
-TEST_CASE("randk: receivers rebuild the sender's indices; the procedure is Floyd's with gossip::Rng") {
+TEST_CASE("randk: receivers rebuild the sender's indices - the procedure is Floyd's with gossip::Rng") {
   // Independent re-implementation of the documented wire contract.
   auto floyd = [](std::uint64_t seed, std::uint32_t dim, std::uint32_t k) {
     Rng g(seed);
@@ -239,7 +239,7 @@ TEST_CASE("randk: receivers rebuild the sender's indices; the procedure is Floyd
   }
 }
 
-TEST_CASE("sparse codecs: edge sizes, scale, float/double agreement, determinism") {
+TEST_CASE("sparse codecs: edge sizes - scale - float/double agreement - determinism") {
   for (const char* name : {"topk", "randk"}) {
     for (bool unbiased : {false, true}) {
       if (unbiased && std::string(name) == "topk") continue;

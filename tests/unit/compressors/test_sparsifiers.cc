@@ -52,7 +52,7 @@ std::vector<float> randomInput(Rng& rng, std::size_t d, bool ties) {
 
 }  // namespace
 
-TEST_CASE("selectTopK matches a full-sort reference, ties broken by lowest index") {
+TEST_CASE("selectTopK matches a full-sort reference - ties broken by lowest index") {
   Rng rng(11);
   std::vector<std::uint32_t> idx;
   for (int trial = 0; trial < 300; ++trial) {
@@ -86,7 +86,7 @@ bool isExactTopK(const std::vector<T>& x, std::uint32_t k, const std::vector<std
   return true;
 }
 
-TEST_CASE("selectTopK sampled path (large d) is exact, also on adversarial inputs") {
+TEST_CASE("selectTopK sampled path (large d) is exact - also on adversarial inputs") {
   Rng rng(12);
   std::vector<std::uint32_t> idx;
   const std::size_t d = 70001;  // above the direct-selection cut-off, not a multiple of the stride
@@ -185,7 +185,7 @@ TEST_CASE("index coding round-trips and picks the smaller of packed and bitmap")
   }
 }
 
-TEST_CASE("readIndices rejects out-of-range, unordered, miscounted and truncated index sets") {
+TEST_CASE("readIndices rejects out-of-range - unordered - miscounted and truncated index sets") {
   std::vector<std::uint32_t> out;
   auto packedBuf = [](std::uint32_t dim, std::vector<std::uint32_t> raw) {
     const unsigned bits = gossip::bitsFor(dim - 1);

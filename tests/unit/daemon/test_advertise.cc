@@ -32,7 +32,7 @@ TEST_CASE("splitTcpEndpoint takes host and port apart at the last colon") {
   }
 }
 
-TEST_CASE("wildcard hosts bind every interface, named hosts do not") {
+TEST_CASE("wildcard hosts bind every interface - named hosts do not") {
   for (const char* any : {"tcp://0.0.0.0:7000", "tcp://*:7000", "tcp://[::]:7000"}) {
     CAPTURE(any);
     CHECK(bindsEveryInterface(any));
@@ -43,14 +43,14 @@ TEST_CASE("wildcard hosts bind every interface, named hosts do not") {
   }
 }
 
-TEST_CASE("the advertised endpoint: bound one, a full endpoint as given, or a host with the bound port") {
+TEST_CASE("the advertised endpoint: bound one - a full endpoint as given - or a host with the bound port") {
   CHECK(advertisedEndpoint(withAdvertise(""), "tcp://127.0.0.1:41234") == "tcp://127.0.0.1:41234");
   CHECK(advertisedEndpoint(withAdvertise("tcp://10.1.2.3:9000"), "tcp://0.0.0.0:7000") == "tcp://10.1.2.3:9000");
   CHECK(advertisedEndpoint(withAdvertise("gossip-3"), "tcp://0.0.0.0:7000") == "tcp://gossip-3:7000");
   CHECK(advertisedEndpoint(withAdvertise("10.0.0.7"), "tcp://0.0.0.0:40001") == "tcp://10.0.0.7:40001");
 }
 
-TEST_CASE("node.advertise validation: required for a wildcard bind, never a wildcard itself") {
+TEST_CASE("node.advertise validation: required for a wildcard bind - never a wildcard itself") {
   checkFails("[node]\nlisten = \"tcp://0.0.0.0:7000\"\n", {},
              "node.advertise is required when node.listen binds every interface (got 'tcp://0.0.0.0:7000')");
   checkFails("", {"node.listen=tcp://*:7000"}, "node.advertise is required");
@@ -70,7 +70,7 @@ TEST_CASE("node.advertise validation: required for a wildcard bind, never a wild
   }
 }
 
-TEST_CASE("node.http: HOST:PORT with an IP address or localhost, empty for off") {
+TEST_CASE("node.http: HOST:PORT with an IP address or localhost - empty for off") {
   const auto a = parseHttpAddress("127.0.0.1:9100");
   REQUIRE(a);
   CHECK(a->ip == "127.0.0.1");

@@ -80,7 +80,7 @@ TEST_CASE("checkpoint names: ckpt-<decimal round>.gsc and nothing else") {
     CHECK_MESSAGE(!CheckpointStore::roundOf(bad), bad);
 }
 
-TEST_CASE("listing: newest first; a stray *.gsc is skipped with one log line, other files silently") {
+TEST_CASE("listing: newest first - a stray *.gsc is skipped with one log line - other files silently") {
   TempDir d;
   CapturedLog log;
   for (const char* name : {"ckpt-3.gsc", "ckpt-10.gsc", "ckpt-9.gsc", "my copy.gsc", "ckpt-99999999999999999999.gsc",
@@ -96,7 +96,7 @@ TEST_CASE("listing: newest first; a stray *.gsc is skipped with one log line, ot
   CHECK(!store.empty());
 }
 
-TEST_CASE("write keeps the newest `keep` files; a stray file is never removed") {
+TEST_CASE("write keeps the newest `keep` files - a stray file is never removed") {
   TempDir d;
   std::ofstream(d.path / "checkpoints" / "mine.gsc") << "x";
   CheckpointStore store(d.path / "checkpoints", 2, logging::nullLogger());
@@ -107,7 +107,7 @@ TEST_CASE("write keeps the newest `keep` files; a stray file is never removed") 
   CHECK(!fs::exists(d.path / "checkpoints" / "ckpt-20.gsc.tmp"));
 }
 
-TEST_CASE("loadNewest: the newest file that verifies and is this node's; the others skipped with a warning") {
+TEST_CASE("loadNewest: the newest file that verifies and is this node's - the others skipped with a warning") {
   TempDir d;
   CapturedLog log;
   CheckpointStore store(d.path / "checkpoints", 10, log.log);
@@ -149,11 +149,11 @@ TEST_CASE("loadNewest: the newest file that verifies and is this node's; the oth
                         (d.path / "checkpoints").string() + "' with this configuration (newest, ckpt-50.gsc: " +
                         "it belongs to node 1); restart with the configuration and node.id that wrote them, or move "
                         "them away to start from round 0").c_str(),
-                       ConfigError);
+                       RefusedError);
   CHECK(store.list().size() == 5);  // nothing removed
 }
 
-TEST_CASE("the writer on the inline executor: written at once, model files beside, status of what is on disk") {
+TEST_CASE("the writer on the inline executor: written at once - model files beside - status of what is on disk") {
   TempDir d;
   InlineBackground inline_;
   CheckpointStore store(d.path / "checkpoints", 2, logging::nullLogger());
@@ -209,7 +209,7 @@ class Gate {
 };
 }  // namespace
 
-TEST_CASE("the writer on a worker thread: one write running, one waiting, a newer one replaces it; drain") {
+TEST_CASE("the writer on a worker thread: one write running - one waiting - a newer one replaces it - drain") {
   TempDir d;
   Gate gate;
   ThreadBackground worker;
@@ -233,7 +233,7 @@ TEST_CASE("the writer on a worker thread: one write running, one waiting, a newe
   CHECK(w.written().atMs == std::uint64_t{7});
 }
 
-TEST_CASE("a write's error comes back on the node thread, once") {
+TEST_CASE("a write's error comes back on the node thread - once") {
   TempDir d;
   ThreadBackground worker;
   CheckpointStore store(d.path / "checkpoints", 2, logging::nullLogger());
@@ -249,7 +249,7 @@ TEST_CASE("a write's error comes back on the node thread, once") {
   CHECK(w.written().round == 2);
 }
 
-TEST_CASE("ThreadBackground: tasks run in order on one other thread; drain waits for all posted") {
+TEST_CASE("ThreadBackground: tasks run in order on one other thread - drain waits for all posted") {
   ThreadBackground bg;
   std::vector<int> order;  // written by the worker only, read after drain
   std::atomic<bool> otherThread{true};
@@ -310,7 +310,7 @@ training::Vec modelAt(double accuracy, Round round) {
 }
 }  // namespace
 
-TEST_CASE("periodic evaluation: the result comes back with its round; a newer model replaces a waiting one") {
+TEST_CASE("periodic evaluation: the result comes back with its round - a newer model replaces a waiting one") {
   training::Dataset set;
   set.X = training::FeatureMatrix::Zero(7, 1);
   set.y.assign(7, 0);

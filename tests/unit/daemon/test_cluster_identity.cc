@@ -12,7 +12,7 @@ namespace {
 Config withSets(const std::vector<std::string>& sets) { return parseConfig("", "<test>", sets); }
 }  // namespace
 
-TEST_CASE("cluster identity: the shared problem's keys are in it, node-local keys are not") {
+TEST_CASE("cluster identity: the shared problem's keys are in it - node-local keys are not") {
   const Config base = withSets({});
   const std::string id = clusterIdentity(base, 7850);
   CHECK(id.find("cluster.name=\"gossipd\"\n") != std::string::npos);

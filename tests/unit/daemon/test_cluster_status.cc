@@ -29,7 +29,7 @@ NodeSummary summary(gossip::PeerId id, gossip::Incarnation inc, std::uint64_t se
 }
 }  // namespace
 
-TEST_CASE("a status table survives encode and decode, self first") {
+TEST_CASE("a status table survives encode and decode - self first") {
   ClusterStatus a(3);
   NodeSummary self = summary(3, 0, 0, 42);
   self.loss = std::numeric_limits<float>::quiet_NaN();  // not known yet: allowed
@@ -51,7 +51,7 @@ TEST_CASE("a status table survives encode and decode, self first") {
   CHECK(got[2].disagreement == 0.25f);
 }
 
-TEST_CASE("summaryFloat keeps NaN and clamps what float cannot hold, so a diverged node still shows") {
+TEST_CASE("summaryFloat keeps NaN and clamps what float cannot hold - so a diverged node still shows") {
   CHECK(std::isnan(gossip::daemon::summaryFloat(std::nan(""))));
   CHECK(gossip::daemon::summaryFloat(1e300) == std::numeric_limits<float>::max());
   CHECK(gossip::daemon::summaryFloat(-1e300) == -std::numeric_limits<float>::max());
@@ -65,7 +65,7 @@ TEST_CASE("summaryFloat keeps NaN and clamps what float cannot hold, so a diverg
   CHECK(ClusterStatus::decode(a.encode())[0].loss == std::numeric_limits<float>::max());
 }
 
-TEST_CASE("merge keeps the newest summary by incarnation, then sequence, and never overwrites self") {
+TEST_CASE("merge keeps the newest summary by incarnation - then sequence - and never overwrites self") {
   ClusterStatus t(0);
   t.updateSelf(summary(0, 0, 0, 10), 1);
   const NodeSummary first[] = {summary(1, 1, 5, 100), summary(0, 9, 99, 999)};

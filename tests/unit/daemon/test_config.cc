@@ -127,7 +127,7 @@ TEST_CASE("a full file sets every section's fields") {
   CHECK(c.security.keys_dir == "/etc/gossipd/keys");
 }
 
-TEST_CASE("--set overrides file values in order and takes bare strings, numbers, booleans, arrays") {
+TEST_CASE("--set overrides file values in order and takes bare strings - numbers - booleans - arrays") {
   TempFile f(kFullFile);
   const Config c = loadConfig(f.arg(), {
                                            "algorithm.name=deepsqueeze",  // bare string
@@ -243,7 +243,7 @@ TEST_CASE("docs/config.md documents exactly the keys toJson reports") {
   CHECK(documented == actual);
 }
 
-TEST_CASE("node.log_level, node.log_levels and node.log_format: defaults, good values, bad values") {
+TEST_CASE("node.log_level - node.log_levels and node.log_format: defaults - good values - bad values") {
   const Config d = parseConfig("", "test.toml", {});
   CHECK(d.node.log_level == "info");
   CHECK(d.node.log_levels.empty());

@@ -14,7 +14,7 @@ namespace {
 using namespace testutil;
 namespace fs = std::filesystem;
 
-TEST_CASE("missing, unreadable and syntactically broken files name the file") {
+TEST_CASE("missing - unreadable and syntactically broken files name the file") {
   const std::string missing = (fs::temp_directory_path() / "gossip_no_such_dir" / "nope.toml").string();
   try {
     (void)loadConfig(missing, {});
@@ -39,7 +39,7 @@ TEST_CASE("missing, unreadable and syntactically broken files name the file") {
   checkFails("[algorithm\nlr = 1", {}, "test.toml:1:");
 }
 
-TEST_CASE("unknown sections and keys are named, with a suggestion when one is close") {
+TEST_CASE("unknown sections and keys are named - with a suggestion when one is close") {
   checkFails("[algorithm]\nlrr = 0.1\n", {}, "unknown key 'algorithm.lrr' (did you mean 'algorithm.lr'?)");
   checkFails("[compressor]\nratoi = 0.1\n", {}, "did you mean 'compressor.ratio'?");
   checkFails("[algorithm]\nbits = 4\n", {}, "unknown key 'algorithm.bits' (did you mean 'compressor.bits'?)");
@@ -153,7 +153,7 @@ TEST_CASE("nids and ed refuse a compressor they would silently ignore") {
   CHECK(errorOf("", {"algorithm.name=ed", "compressor.name=identity"}).empty());
 }
 
-TEST_CASE("cluster.weights takes the same names as gossipd topo, and library messages name the key") {
+TEST_CASE("cluster.weights takes the same names as gossipd topo - and library messages name the key") {
   CHECK(errorOf("", {"cluster.weights=mh"}).empty());
   CHECK(errorOf("", {"cluster.weights=max-degree"}).empty());
   checkFails("", {"cluster.weights=mhh"}, "cluster.weights: unknown rule 'mhh'");

@@ -25,7 +25,7 @@ struct TempDir {
 };
 }  // namespace
 
-TEST_CASE("data_dir lock: a second holder is refused with the directory and the pid; free again once released") {
+TEST_CASE("data_dir lock: a second holder is refused with the directory and the pid - free again once released") {
   TempDir d;
   std::optional<DataDirLock> first;
   first.emplace(d.path);
@@ -36,7 +36,7 @@ TEST_CASE("data_dir lock: a second holder is refused with the directory and the 
   try {
     DataDirLock second(d.path);
     FAIL("a second lock on " << d.path << " was granted");
-  } catch (const ConfigError& e) {
+  } catch (const RefusedError& e) {
     CHECK(std::string(e.what()) == "node.data_dir '" + d.path.string() + "' is in use by another gossipd (pid " +
                                        std::to_string(::getpid()) + "); each node needs a data directory of its own");
   }

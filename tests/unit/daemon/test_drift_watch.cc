@@ -31,13 +31,13 @@ std::pair<Round, int> run(Round rounds, D d) {
 }
 }  // namespace
 
-TEST_CASE("drift watch: a steady, noisy disagreement never warns") {
+TEST_CASE("drift watch: a steady - noisy disagreement never warns") {
   auto [first, count] = run(5000, [](Round t) { return 0.1 * (1.0 + 0.5 * std::sin(0.7 * static_cast<double>(t))); });
   CHECK(first == 0);
   CHECK(count == 0);
 }
 
-TEST_CASE("drift watch: a fall, then doubling every 100 rounds, warns once") {
+TEST_CASE("drift watch: a fall - then doubling every 100 rounds - warns once") {
   // Falls until round 1000, then d doubles every 100 rounds (d^2 quadruples).
   auto d = [](Round t) {
     const double s = static_cast<double>(t);
@@ -64,7 +64,7 @@ TEST_CASE("drift watch: a local ratio above 1 that rises from the start is not a
   CHECK(run(2000, [&](Round) { return nan; }).second == 0);
 }
 
-TEST_CASE("drift watch: a model that blows up with its disagreement (flat ratio) warns, slow growth does not") {
+TEST_CASE("drift watch: a model that blows up with its disagreement (flat ratio) warns - slow growth does not") {
   // d_i = 0.5 ||x_i||: the ratio stays at 0.25, the first rule is blind; ||x||^2 grows 10x per 50 rounds.
   auto feed = [](double growthPerWindow) {
     DriftWatch w(50);

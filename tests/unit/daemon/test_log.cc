@@ -34,7 +34,7 @@ class LinesSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 };
 
-TEST_CASE("level names parse exactly, and every level has its name back") {
+TEST_CASE("level names parse exactly - and every level has its name back") {
   for (auto name : kLevelNames) {
     const auto level = parseLevel(name);
     REQUIRE_MESSAGE(level, name);
@@ -46,7 +46,7 @@ TEST_CASE("level names parse exactly, and every level has its name back") {
   CHECK(levelName(Level::critical) == "error");
 }
 
-TEST_CASE("node.log_levels overrides: lists, spaces, empty, and each kind of mistake") {
+TEST_CASE("node.log_levels overrides: lists - spaces - empty - and each kind of mistake") {
   CHECK(parseOverrides("").list.empty());
   CHECK(parseOverrides("  ").error.empty());
   const auto ok = parseOverrides(" membership = debug ,engine=warn,http=off");
@@ -67,7 +67,7 @@ TEST_CASE("node.log_levels overrides: lists, spaces, empty, and each kind of mis
   CHECK(parseOverrides("x=debug").error == "unknown logger 'x' (loggers: node, engine, membership, transport, bridge, http)");
 }
 
-TEST_CASE("jsonEscape: quotes, backslashes, control characters, UTF-8 kept, invalid bytes replaced") {
+TEST_CASE("jsonEscape: quotes - backslashes - control characters - UTF-8 kept - invalid bytes replaced") {
   CHECK(jsonEscape("plain text [t=17]") == "plain text [t=17]");
   CHECK(jsonEscape("say \"hi\"") == "say \\\"hi\\\"");
   CHECK(jsonEscape("a\\b") == "a\\\\b");
@@ -82,7 +82,7 @@ TEST_CASE("jsonEscape: quotes, backslashes, control characters, UTF-8 kept, inva
   CHECK(jsonEscape("\xf4\x90\x80\x80") == "\\ufffd\\ufffd\\ufffd\\ufffd");  // above U+10FFFF
 }
 
-TEST_CASE("a JSON line is one object with ts, level, logger, node and the message, which parses back") {
+TEST_CASE("a JSON line is one object with ts - level - logger - node and the message - which parses back") {
   const std::string msg = "member 2 \"x\"\nsecond line \\ Zürich \xff";
   const std::string line = formatLine(Format::Json, kTime, Level::warn, "membership", PeerId{3}, msg);
   REQUIRE(line.back() == '\n');
@@ -98,7 +98,7 @@ TEST_CASE("a JSON line is one object with ts, level, logger, node and the messag
   CHECK(nlohmann::json::parse(formatLine(Format::Json, kTime, Level::info, "node", std::nullopt, "x"))["node"].is_null());
 }
 
-TEST_CASE("a text line is the timestamp, the level, the logger and today's message after 'node N: '") {
+TEST_CASE("a text line is the timestamp - the level - the logger and today's message after 'node N: '") {
   CHECK(formatLine(Format::Text, kTime, Level::info, "node", PeerId{0}, "training from round 0 with 4 members") ==
         "2026-11-26T17:03:00.123Z info  [node] node 0: training from round 0 with 4 members\n");
   CHECK(formatLine(Format::Text, kTime, Level::err, "http", std::nullopt, "http server: boom") ==
@@ -108,7 +108,7 @@ TEST_CASE("a text line is the timestamp, the level, the logger and today's messa
         "1969-12-31T23:59:59.999Z debug [node] \n");
 }
 
-TEST_CASE("Loggers: one sink for all, start levels with overrides, run-time changes, bad options refused") {
+TEST_CASE("Loggers: one sink for all - start levels with overrides - run-time changes - bad options refused") {
   auto sink = std::make_shared<LinesSink>();
   Options o;
   o.level = "warn";
@@ -148,7 +148,7 @@ TEST_CASE("Loggers: one sink for all, start levels with overrides, run-time chan
   nullLogger()->error("dropped");  // and does not crash
 }
 
-TEST_CASE("applyLevelRequest: one logger, every logger, and each mistake refused with 400 and no change") {
+TEST_CASE("applyLevelRequest: one logger - every logger - and each mistake refused with 400 and no change") {
   Loggers loggers(Options{}, std::make_shared<LinesSink>());
   auto a = applyLevelRequest(loggers, "logger=membership&level=debug");
   CHECK(a.status == 200);

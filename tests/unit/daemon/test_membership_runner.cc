@@ -141,7 +141,7 @@ TEST_CASE("membership runner: two nodes join and stay alive while the node threa
   CHECK(a.runner->takeEvents().empty());  // taken once
 }
 
-TEST_CASE("membership runner: a restart with a new Membership is a new incarnation to the others; leave is seen") {
+TEST_CASE("membership runner: a restart with a new Membership is a new incarnation to the others - leave is seen") {
   Node a(1), b(2);
   b.start({});
   a.start({b.transport.endpoint()});
@@ -167,7 +167,7 @@ TEST_CASE("membership runner: a restart with a new Membership is a new incarnati
   CHECK(count(events, MembershipEvent::Kind::Left, 1) == 1);
 }
 
-TEST_CASE("membership runner: membership frames that fail their checks are counted by reason, nothing changes") {
+TEST_CASE("membership runner: membership frames that fail their checks are counted by reason - nothing changes") {
   Node a(1);
   a.start({});
   peer::ZmqTransport stranger(9, "tcp://127.0.0.1:0");

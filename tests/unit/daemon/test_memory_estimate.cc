@@ -21,7 +21,7 @@ std::string refusal(const Config& c, std::size_t dim, double data_bytes, std::ui
   return "";
 }
 
-TEST_CASE("memory estimate grows with nodes, dimension, degree and estimator memory") {
+TEST_CASE("memory estimate grows with nodes - dimension - degree and estimator memory") {
   Config c;
   c.cluster.nodes = 100;
   const auto base = estimateSimMemory(c, 1000, 50, 2, 0);

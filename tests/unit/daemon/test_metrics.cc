@@ -118,7 +118,7 @@ TEST_CASE("every sample belongs to a family announced by HELP and TYPE just befo
   CHECK(text.find("gossipd_peer_last_heard_seconds{peer=\"1\"} 0.125\n") != std::string::npos);
 }
 
-TEST_CASE("metrics that do not exist yet are left out, not written as zero") {
+TEST_CASE("metrics that do not exist yet are left out - not written as zero") {
   NodeMetrics m = example(nullptr);
   m.test_accuracy.reset();
   m.compression_ratio.reset();
@@ -133,7 +133,7 @@ TEST_CASE("metrics that do not exist yet are left out, not written as zero") {
   CHECK(text.find("gossipd_drift_warning 0\n") != std::string::npos);
 }
 
-TEST_CASE("the trainer bridge's state, rounds and copy time, and the drift warning") {
+TEST_CASE("the trainer bridge's state - rounds and copy time - and the drift warning") {
   NodeMetrics m = example(nullptr);
   m.drift_warning = true;
   m.trainer = NodeMetrics::Trainer{"detached", 17, 0.5};
@@ -146,7 +146,7 @@ TEST_CASE("the trainer bridge's state, rounds and copy time, and the drift warni
   CHECK(text.find("gossipd_trainer_copy_seconds_total 0.5\n") != std::string::npos);
 }
 
-TEST_CASE("histogram buckets are cumulative, end in +Inf and agree with _count and _sum") {
+TEST_CASE("histogram buckets are cumulative - end in +Inf and agree with _count and _sum") {
   Histogram h(std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets)));
   const double obs[] = {0.0001, 0.0005, 0.003, 0.003, 0.2, 0.7, 3, 50, 1e9};
   double sum = 0;

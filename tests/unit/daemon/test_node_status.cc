@@ -74,7 +74,7 @@ std::string sample(const std::string& text, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("node state names: the strings status.json, gossipd_state and /cluster use, one per state") {
+TEST_CASE("node state names: the strings status.json - gossipd_state and /cluster use - one per state") {
   CHECK(nodeStateName(NodeState::Joining) == "joining");
   CHECK(nodeStateName(NodeState::Syncing) == "syncing");
   CHECK(nodeStateName(NodeState::Training) == "training");
@@ -93,7 +93,7 @@ TEST_CASE("node state names: the strings status.json, gossipd_state and /cluster
   CHECK(!finished(NodeState::Joining));
 }
 
-TEST_CASE("status.json: every key, with the snapshot's values") {
+TEST_CASE("status.json: every key - with the snapshot's values") {
   const auto j = nlohmann::json::parse(renderStatusJson(example(nullptr)));
   const std::set<std::string> want{
       "id", "incarnation", "state", "isolated", "endpoint", "listen", "round", "rounds", "loss", "disagreement", "gamma",
@@ -127,7 +127,7 @@ TEST_CASE("status.json: every key, with the snapshot's values") {
   CHECK(j["seconds"] == 12.5);
 }
 
-TEST_CASE("status.json: what is not known is null, a trainer's state when there is one") {
+TEST_CASE("status.json: what is not known is null - a trainer's state when there is one") {
   NodeStatus s = example(nullptr);
   s.disagreement = std::numeric_limits<double>::quiet_NaN();
   s.accuracy = -1;

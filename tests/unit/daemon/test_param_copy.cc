@@ -80,7 +80,7 @@ TEST_CASE("param_copy: large vectors split over threads convert every value exac
     }
 }
 
-TEST_CASE("param_copy: copyThreads takes the configured count, 0 means the machine's cores up to 4") {
+TEST_CASE("param_copy: copyThreads takes the configured count - 0 means the machine's cores up to 4") {
   CHECK(copyThreads(3) == 3);
   CHECK(copyThreads(1) == 1);
   CHECK(copyThreads(0) >= 1);

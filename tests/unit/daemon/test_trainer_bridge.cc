@@ -153,7 +153,7 @@ TEST_CASE("first start: the trainer's parameters become the initial model") {
   CHECK(b.stateName(0) == "attached");
 }
 
-TEST_CASE("a model round: parameters in, mixed model out, one reply") {
+TEST_CASE("a model round: parameters in - mixed model out - one reply") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0, 3.0}};
@@ -209,7 +209,7 @@ TEST_CASE("a trainer whose model is out of date is resynced instead of mixed") {
   CHECK(b.stats().rounds_served == 0);
 }
 
-TEST_CASE("gradient mode: the gradient region is read, and a start step asks for a gradient at the moved point") {
+TEST_CASE("gradient mode: the gradient region is read - and a start step asks for a gradient at the moved point") {
   TempDir d;
   TrainerBridge b(options(d.path, /*gradient=*/true));
   Vec model{{1.0, 1.0}};
@@ -238,7 +238,7 @@ TEST_CASE("gradient mode: the gradient region is read, and a start step asks for
   CHECK(p[1] == 0.25);
 }
 
-TEST_CASE("protocol errors are one-line replies with a code, and change nothing") {
+TEST_CASE("protocol errors are one-line replies with a code - and change nothing") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0, 3.0}};
@@ -275,7 +275,7 @@ TEST_CASE("protocol errors are one-line replies with a code, and change nothing"
   CHECK(b.hasRequest());
 }
 
-TEST_CASE("an attach with a field of the wrong type gets an error reply, not an exception out of poll") {
+TEST_CASE("an attach with a field of the wrong type gets an error reply - not an exception out of poll") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0, 3.0}};
@@ -292,7 +292,7 @@ TEST_CASE("an attach with a field of the wrong type gets an error reply, not an 
   CHECK(c.reply(b, &model, 0)["op"] == "attached");
 }
 
-TEST_CASE("first start: a request before init, and an initial model that is not finite, are errors the trainer can recover from") {
+TEST_CASE("first start: a request before init - and an initial model that is not finite - are errors the trainer can recover from") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Client c(b.endpoint());
@@ -323,7 +323,7 @@ TEST_CASE("first start: a request before init, and an initial model that is not 
   CHECK(*x0 == Vec{{1.0, 2.0}});
 }
 
-TEST_CASE("the error codes: distinct snake_case names, each in docs/trainer.md's table and no other") {
+TEST_CASE("the error codes: distinct snake_case names - each in docs/trainer.md's table and no other") {
   std::set<std::string> names;
   for (const auto e : daemon::kBridgeErrors) {
     const std::string n(daemon::bridgeErrorCode(e));
@@ -353,7 +353,7 @@ TEST_CASE("the error codes: distinct snake_case names, each in docs/trainer.md's
   for (const auto& n : documented) CHECK_MESSAGE(names.count(n) == 1, n, " is in docs/trainer.md's table but sent by no one");
 }
 
-TEST_CASE("a waiting request gets keepalives, and the end of training answers it with done") {
+TEST_CASE("a waiting request gets keepalives - and the end of training answers it with done") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{0.0}};
@@ -381,7 +381,7 @@ TEST_CASE("a waiting request gets keepalives, and the end of training answers it
   CHECK(!b.hasRequest());
 }
 
-TEST_CASE("a trainer that is gone, silent or replaced no longer drives rounds") {
+TEST_CASE("a trainer that is gone - silent or replaced no longer drives rounds") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{0.0, 0.0}};
@@ -433,7 +433,7 @@ TEST_CASE("a trainer that is gone, silent or replaced no longer drives rounds") 
   }
 }
 
-TEST_CASE("the shared memory is removed with the bridge, and a too long socket path is a config error") {
+TEST_CASE("the shared memory is removed with the bridge - and a too long socket path is a config error") {
   TempDir d;
   std::string shm;
   {

@@ -55,7 +55,7 @@ void writeRaw(const fs::path& p, std::span<const std::byte> bytes) {
 
 }  // namespace
 
-TEST_CASE("checkpoint round trip through a file, atomically replaced") {
+TEST_CASE("checkpoint round trip through a file - atomically replaced") {
   TempDir dir;
   const auto path = dir / "node.ckpt";
   for (std::size_t n : {0u, 1u, 100u, 70000u}) {

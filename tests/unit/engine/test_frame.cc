@@ -166,7 +166,7 @@ TEST_CASE("every header reason label is reachable") {
   CHECK(seen.size() == 6);
 }
 
-TEST_CASE("peekKindByte, peekIsKind and peekSender read the fields decodeFrameHeader reads") {
+TEST_CASE("peekKindByte - peekIsKind and peekSender read the fields decodeFrameHeader reads") {
   Rng rng(7);
   for (int k = 0; k < 200; ++k) {
     const FrameHeader h = randomHeader(rng);

@@ -147,7 +147,7 @@ void startLinked(Net& net, std::uint32_t n) {
 
 }  // namespace
 
-TEST_CASE("linked mode computes the synchronous mode's models bit for bit, with and without lost frames") {
+TEST_CASE("linked mode computes the synchronous mode's models bit for bit - with and without lost frames") {
   for (const std::string algorithm : {"choco", "prox_lead", "deepsqueeze"}) {
     for (const double drop : {0.0, 0.2}) {
       if (drop > 0 && algorithm == "deepsqueeze") continue;  // stateless: a lost frame changes the round
@@ -171,7 +171,7 @@ TEST_CASE("linked mode computes the synchronous mode's models bit for bit, with 
   }
 }
 
-TEST_CASE("linked mode under churn: crashes, a restart and a join seen at different times keep sum d = 0") {
+TEST_CASE("linked mode under churn: crashes - a restart and a join seen at different times keep sum d = 0") {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     CAPTURE(seed);
     Problem p(8, {.name = "lead", .bits = 2});
@@ -250,7 +250,7 @@ TEST_CASE("the alive view's graph falls back instead of stopping when a generato
   CHECK(buildAliveGraph({0, 2, 3, 5, 9}, rr, nullptr).in == buildAliveGraph({0, 2, 3, 5, 9}, rr, nullptr).in);
 }
 
-TEST_CASE("a replica payload that passes its checksum but does not decode ends that edge, not the node") {
+TEST_CASE("a replica payload that passes its checksum but does not decode ends that edge - not the node") {
   // Found by fuzz/target_engine.cc: node 0 died of one sealed model frame with an empty payload from its
   // neighbour. Now the edge ends at both ends and the rest of the graph trains on; since the view still
   // wants the edge, a fresh one (new edge state, a later start round) is agreed again.

@@ -234,7 +234,7 @@ struct HoldingTransport final : Transport {
   bool receive(RawFrame& out) override { return inner.receive(out); }
 };
 
-TEST_CASE("engine: a payload still in flight is never reused, and a steady state allocates no new buffers") {
+TEST_CASE("engine: a payload still in flight is never reused - and a steady state allocates no new buffers") {
   Cluster c(2, "dpsgd", {.name = "fp32"});
   HoldingTransport hold(*c.transports.at(0));
   c.add(0, 1, "dpsgd", &hold);  // node 0 again, as a new incarnation, over the holding transport
@@ -274,7 +274,7 @@ TEST_CASE("engine: save and load restore a node that continues bit-identically")
   CHECK_THROWS_AS(b.engines.at(1)->load(state), DecodeError);
 }
 
-TEST_CASE("engine: a model transfer is taken only from the peer it was asked of, once") {
+TEST_CASE("engine: a model transfer is taken only from the peer it was asked of - once") {
   Cluster c(3, "dpsgd", {.name = "fp32"});
   c.round(0);  // the nodes' models now differ
   auto& n0 = *c.engines.at(0);
@@ -302,7 +302,7 @@ TEST_CASE("engine: a model transfer is taken only from the peer it was asked of,
   CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
 }
 
-TEST_CASE("engine: a node fetching the model itself declines state requests; released, it answers them") {
+TEST_CASE("engine: a node fetching the model itself declines state requests - released - it answers them") {
   Cluster c(3, "dpsgd", {.name = "fp32"});
   c.round(0);
   auto& n0 = *c.engines.at(0);
@@ -338,7 +338,7 @@ Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::uint32_t crc, std::sp
 }
 }  // namespace
 
-TEST_CASE("engine: a model transfer arrives in chunks, is installed only whole and checksummed") {
+TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole and checksummed") {
   Cluster c(3, "dpsgd", {.name = "fp32"});
   c.round(0);
   auto& n0 = *c.engines.at(0);

@@ -81,7 +81,7 @@ TEST_CASE("the fault-schedule harness catches each broken invariant") {
 //  - 1381 and 2107 broke (d): the harness counted a refused and retried apply twice (harness fix); the
 //    refusal came from a previous incarnation's frame left in the inbox (now dropped at the view change),
 //    which also broke the new edge mid-round (2107 then broke (b)).
-TEST_CASE("fault schedules that failed in the 3000-seed sweep, replayed") {
+TEST_CASE("fault schedules that failed in the 3000-seed sweep - replayed") {
   for (const std::uint64_t seed : {373, 547, 613, 697, 958, 979, 1076, 1093, 1203, 1236, 1253, 1381, 1440, 1556, 1620,
                                    2099, 2107, 2330, 2343, 2406, 2423, 2689, 2717, 2763}) {
     CAPTURE(seed);

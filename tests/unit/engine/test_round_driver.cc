@@ -76,7 +76,7 @@ struct Ring {
 
 }  // namespace
 
-TEST_CASE("round driver: a step begins, then ends, one round; Finished at the last") {
+TEST_CASE("round driver: a step begins - then ends - one round - Finished at the last") {
   Ring r(2, "choco", {.rounds = 2});
   auto& d = *r.drivers.at(0);
   RoundStep s;
@@ -115,7 +115,7 @@ TEST_CASE("round driver: the caller's hook holds a round until it agrees") {
   for (auto& [id, e] : r.engines) CHECK(e->nextRound() == 5);
 }
 
-TEST_CASE("round driver: a stateless round mixes what it has at the deadline, and only with one") {
+TEST_CASE("round driver: a stateless round mixes what it has at the deadline - and only with one") {
   for (const bool withDeadline : {false, true}) {
     CAPTURE(withDeadline);
     RoundDriverOptions o{.rounds = 3};
@@ -137,7 +137,7 @@ TEST_CASE("round driver: a stateless round mixes what it has at the deadline, an
   }
 }
 
-TEST_CASE("round driver: the stateless deadline counts from when the round waits, not from before its compute") {
+TEST_CASE("round driver: the stateless deadline counts from when the round waits - not from before its compute") {
   // A round whose begin took longer than the deadline (the step that began it was given the time before
   // the local steps and encoding): the round still waits the whole deadline once it is out.
   RoundDriverOptions o{.rounds = 3, .roundTimeoutMs = 10};
@@ -156,7 +156,7 @@ TEST_CASE("round driver: the stateless deadline counts from when the round waits
   CHECK(s.deadline);
 }
 
-TEST_CASE("round driver: the start barrier holds replica rounds in every round, not only round 0") {
+TEST_CASE("round driver: the start barrier holds replica rounds in every round - not only round 0") {
   // Three nodes train on a ring; at round 5 or later node 3 joins every view but never answers (its edges
   // with nodes 0 and 2 are never agreed). With the barrier, nodes 0 and 2 begin no round past the view
   // change. Without it they run on in the gaps between their unanswered proposals, mixing over the edges

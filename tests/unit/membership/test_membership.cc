@@ -265,7 +265,7 @@ TEST_CASE("membership: no false deaths among 32 nodes with 10% message loss") {
   for (auto& [id, n] : net.nodes) CHECK_FALSE(n.m->declaredDead());
 }
 
-TEST_CASE("membership: a short pause is refuted, a long one is death") {
+TEST_CASE("membership: a short pause is refuted - a long one is death") {
   SimNet net(4);
   net.queue_while_paused = true;
   net.addCluster(8);
@@ -441,7 +441,7 @@ TEST_CASE("membership: halves that declared each other dead merge again after th
   CHECK_FALSE(partitionHeals(off).merged);  // the mechanism above is what merges them
 }
 
-TEST_CASE("membership: a Join with another cluster identity is refused, and nothing of the joiner is kept") {
+TEST_CASE("membership: a Join with another cluster identity is refused - and nothing of the joiner is kept") {
   SimNet net(12);
   net.options.identity = "cluster=a\n";
   net.addCluster(3);
@@ -466,7 +466,7 @@ TEST_CASE("membership: a Join with another cluster identity is refused, and noth
   CHECK_FALSE(net.at(5).refusedBy().has_value());
 }
 
-TEST_CASE("membership: a second node with a live member's id is refused; the same instance restarted is not") {
+TEST_CASE("membership: a second node with a live member's id is refused - the same instance restarted is not") {
   SimNet net(13);
   net.add(1, {}, 0, 101);
   for (PeerId id = 2; id <= 4; ++id) net.add(id, {endpointOf(1)}, 0, 100 + id);
@@ -492,7 +492,7 @@ TEST_CASE("membership: a second node with a live member's id is refused; the sam
   CHECK(net.infoAt(2, 3)->incarnation == 1);
 }
 
-TEST_CASE("membership: a graceful leave is Left everywhere at once, without suspicion") {
+TEST_CASE("membership: a graceful leave is Left everywhere at once - without suspicion") {
   SimNet net(6);
   net.addCluster(8);
   REQUIRE(net.runUntil([&] { return net.converged(iota(1, 8)); }, 10s) <= 10s);
@@ -516,7 +516,7 @@ TEST_CASE("membership: a graceful leave is Left everywhere at once, without susp
   CHECK(net.converged(rest));
 }
 
-TEST_CASE("membership: join retries an unreachable seed with backoff, then joins through a good one") {
+TEST_CASE("membership: join retries an unreachable seed with backoff - then joins through a good one") {
   SimNet net(7);
   net.options.join_retry_max = 1000ms;
   net.capture = true;
@@ -545,7 +545,7 @@ TEST_CASE("membership: join retries an unreachable seed with backoff, then joins
   CHECK(gaps == std::vector<std::int64_t>{200, 400, 800, 1000, 1000});
 }
 
-TEST_CASE("membership: a transport hint probes at once; it leads to suspicion, never straight to death") {
+TEST_CASE("membership: a transport hint probes at once - it leads to suspicion - never straight to death") {
   SimNet net(9);
   net.addCluster(8);
   REQUIRE(net.runUntil([&] { return net.converged(iota(1, 8)); }, 10s) <= 10s);

@@ -23,7 +23,7 @@ std::pair<int, int> feed(const std::vector<double>& values) {
 }
 }  // namespace
 
-TEST_CASE("consensus watch: a fall, then doubling at every evaluation, warns once at the third rise past 4x") {
+TEST_CASE("consensus watch: a fall - then doubling at every evaluation - warns once at the third rise past 4x") {
   // Falls to 0.01 at evaluation 3, then doubles: 0.02, 0.04, 0.08 (3 rises, 8x), 0.16, ...
   const auto [count, first] = feed({0.5, 0.1, 0.03, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64});
   CHECK(count == 1);
@@ -37,7 +37,7 @@ TEST_CASE("consensus watch: the early spread from a shared start is not a warnin
   CHECK(feed(v).second == -1);
 }
 
-TEST_CASE("consensus watch: rises that stay below 4x the minimum, or that break off, do not warn") {
+TEST_CASE("consensus watch: rises that stay below 4x the minimum - or that break off - do not warn") {
   CHECK(feed({1.0, 0.5, 0.6, 0.8, 1.0, 1.2, 1.4, 1.9}).second == -1);   // 3.8x at most
   CHECK(feed({1.0, 0.1, 0.3, 0.9, 0.8, 2.0, 5.0}).second == -1);        // a dip resets the count
   CHECK(feed({1.0, 0.1, 0.3, 0.9, 0.8, 2.0, 5.0, 9.0}).second == 7);    // ... until three rises in a row

@@ -20,7 +20,7 @@ topology::Graph graph(topology::Kind kind, std::uint32_t n) {
 double larger(double a, double b) { return a > b ? a : b; }
 }  // namespace
 
-TEST_CASE("max-gossip on a ring takes the distance to the largest value, then all agree") {
+TEST_CASE("max-gossip on a ring takes the distance to the largest value - then all agree") {
   const auto g = graph(topology::Kind::Ring, 9);
   std::vector<double> v(9, 1.0);
   v[0] = 5.0;  // the farthest nodes (4 and 5) are 4 hops away

@@ -29,7 +29,7 @@ TEST_CASE("sim: Prox-LEAD 2-bit on an 8-node ring reaches the centralized L1-log
   CHECK(rec.back().alive == 8);
 }
 
-TEST_CASE("sim: survivors converge to their own optimum after 1 then 2 more crashes, and a join is absorbed") {
+TEST_CASE("sim: survivors converge to their own optimum after 1 then 2 more crashes - and a join is absorbed") {
   Fixture f(9, "prox_lead", lead2());
   f.setup.rounds = 3000;
   f.setup.crashes = {{3, 300}, {5, 700}, {6, 700}};
@@ -68,7 +68,7 @@ TEST_CASE("sim: message drops are counted for stateless methods and refused for 
   CHECK_THROWS_AS(sim::Simulator(g.setup), ConfigError);
 }
 
-TEST_CASE("sim: a run is deterministic, whatever the thread count") {
+TEST_CASE("sim: a run is deterministic - whatever the thread count") {
   Fixture f(8, "choco", {.name = "qsgd", .levels = 4});
   f.setup.algorithm.gamma = 0.3;
   f.setup.estimator = {.kind = "sgd", .batch = 4};
@@ -89,7 +89,7 @@ TEST_CASE("sim: a run is deterministic, whatever the thread count") {
   }
 }
 
-TEST_CASE("sim: node counts 1, 2, 3 and 7 run") {
+TEST_CASE("sim: node counts 1 - 2 - 3 and 7 run") {
   for (std::uint32_t n : {1u, 2u, 3u, 7u}) {
     // Stronger l2 so that a single node's plain proximal gradient also converges within the budget, and a
     // smaller step: with 7 shards one node's L exceeds 2/0.5 (NIDS needs lr < 2/L_i).
@@ -105,7 +105,7 @@ TEST_CASE("sim: node counts 1, 2, 3 and 7 run") {
   }
 }
 
-TEST_CASE("sim: the last record evaluates every node on the whole evaluation set; earlier ones sample") {
+TEST_CASE("sim: the last record evaluates every node on the whole evaluation set - earlier ones sample") {
   // 24 nodes x 50 rows: 1,200 evaluation samples (train doubles as test), above the 1,000 sampled during the run.
   Fixture f(24, "deepsqueeze", {.name = "topk", .ratio = 0.1});
   f.setup.initial_nodes = 24;

@@ -53,7 +53,7 @@ TEST_CASE("sim churn: a crash and a rejoin of the same id in the same round keep
   CHECK(rec.back().control_bytes_sent > 0);  // the new incarnation's edges were opened by handshake
 }
 
-TEST_CASE("sim churn: repeated restarts of one node, with other crashes, keep sum d = 0 and converge") {
+TEST_CASE("sim churn: repeated restarts of one node - with other crashes - keep sum d = 0 and converge") {
   Fixture f(8, "prox_lead", {.name = "lead", .bits = 2});
   f.setup.rounds = 3500;
   f.setup.eval_every = 5;
@@ -67,7 +67,7 @@ TEST_CASE("sim churn: repeated restarts of one node, with other crashes, keep su
   CHECK(*rec.back().rel_error <= 1e-8);  // against the optimum of the 7 alive nodes
 }
 
-TEST_CASE("sim checkpoint: save after round t, resume in a new simulator, end bit-identical") {
+TEST_CASE("sim checkpoint: save after round t - resume in a new simulator - end bit-identical") {
   struct Case {
     const char* algorithm;
     compress::CompressorSpec comp;

@@ -45,7 +45,7 @@ Graph load(const std::string& path, const std::vector<PeerId>& alive) {
   return buildGraph(alive, p);
 }
 
-TEST_CASE("edge list: comments, blank lines, commas, duplicates and reversed pairs") {
+TEST_CASE("edge list: comments - blank lines - commas - duplicates and reversed pairs") {
   TempFile f(
       "# a small graph\n"
       "10 20\n"

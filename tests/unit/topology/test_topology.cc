@@ -18,7 +18,7 @@ using testutil::params;
 
 const Kind kUndirectedKinds[] = {Kind::Ring, Kind::Grid, Kind::Torus, Kind::Complete, Kind::Star, Kind::ErdosRenyi};
 
-TEST_CASE("every kind gives a simple connected graph for n in {1,2,3,4,7,16}") {
+TEST_CASE("every kind gives a simple connected graph for n in {1 - 2 - 3 - 4 - 7 - 16}") {
   for (std::size_t n : {1, 2, 3, 4, 7, 16}) {
     for (Kind k : kUndirectedKinds) {
       CAPTURE(n);
@@ -70,7 +70,7 @@ TEST_CASE("ring: sorted-id cycle plus extra successors on each side") {
   CHECK(edgeCount(buildGraph(iota(2), params(Kind::Ring))) == 1);
 }
 
-TEST_CASE("grid and torus: shape, edge counts, degrees") {
+TEST_CASE("grid and torus: shape - edge counts - degrees") {
   CHECK(gridShape(16, 0) == std::pair<unsigned, unsigned>{4, 4});
   CHECK(gridShape(64, 0) == std::pair<unsigned, unsigned>{8, 8});
   CHECK(gridShape(12, 0) == std::pair<unsigned, unsigned>{3, 4});
@@ -112,7 +112,7 @@ TEST_CASE("complete and star") {
   for (std::uint32_t i = 1; i < 4; ++i) CHECK(s.out[i] == std::vector<std::uint32_t>{0});
 }
 
-TEST_CASE("exponential: i sends to i + 2^k, receives from i - 2^k") {
+TEST_CASE("exponential: i sends to i + 2^k - receives from i - 2^k") {
   for (std::size_t n : {2, 5, 8, 12, 16}) {
     CAPTURE(n);
     const Graph g = buildGraph(iota(n), params(Kind::Exponential));
@@ -135,7 +135,7 @@ TEST_CASE("exponential: i sends to i + 2^k, receives from i - 2^k") {
   CHECK(edgeCount(buildGraph(iota(1), params(Kind::Exponential))) == 0);
 }
 
-TEST_CASE("one-peer exponential: one hop per round, connected over a window of tau rounds") {
+TEST_CASE("one-peer exponential: one hop per round - connected over a window of tau rounds") {
   for (std::size_t n : {2, 3, 7, 8, 12, 16}) {
     CAPTURE(n);
     const unsigned tau = exponentialTau(n);
@@ -167,7 +167,7 @@ TEST_CASE("one-peer exponential: one hop per round, connected over a window of t
   }
 }
 
-TEST_CASE("random regular: exact degree, simple, connected, across (n, d)") {
+TEST_CASE("random regular: exact degree - simple - connected - across (n - d)") {
   const std::pair<std::size_t, unsigned> cases[] = {{2, 1}, {3, 2}, {4, 3}, {7, 4}, {7, 6}, {8, 3},  {16, 4},
                                                     {16, 5}, {16, 12}, {16, 15}, {30, 2}, {64, 6}, {40, 33}};
   for (auto [n, d] : cases) {
@@ -200,7 +200,7 @@ TEST_CASE("random regular: impossible parameters are ConfigErrors naming degree"
   CHECK_THROWS_AS(buildGraph(iota(4), p), ConfigError);  // a perfect matching is never connected
 }
 
-TEST_CASE("Erdos-Renyi: connected, p = 1 is complete, edge density near p, bad p rejected") {
+TEST_CASE("Erdos-Renyi: connected - p = 1 is complete - edge density near p - bad p rejected") {
   TopologyParams p = params(Kind::ErdosRenyi);
   p.edge_prob = 1.0;
   CHECK(edgeCount(buildGraph(iota(9), p)) == 36);
@@ -221,7 +221,7 @@ TEST_CASE("Erdos-Renyi: connected, p = 1 is complete, edge density near p, bad p
   CHECK_THROWS_AS(buildGraph(iota(30), p), ConfigError);
 }
 
-TEST_CASE("determinism: same view -> same graph, whatever the order or repetition of the alive list") {
+TEST_CASE("determinism: same view -> same graph - whatever the order or repetition of the alive list") {
   const Kind kinds[] = {Kind::RandomRegular, Kind::ErdosRenyi, Kind::Ring, Kind::Torus, Kind::Exponential};
   std::vector<PeerId> ids = iota(24, 1000, 7);
   std::vector<PeerId> shuffled = ids;

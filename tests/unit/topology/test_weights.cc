@@ -81,7 +81,7 @@ TEST_CASE("torus 4x4 and 8x8: Metropolis W = (I + A)/5 with eigenvalues (1 + 2co
   }
 }
 
-TEST_CASE("static exponential graph: uniform 1/(tau+1) weights, rho from §2.5") {
+TEST_CASE("static exponential graph: uniform 1/(tau+1) weights - rho from §2.5") {
   const std::pair<int, double> expected[] = {{8, 0.5}, {16, 0.6}, {32, 2.0 / 3.0}, {12, 0.6}};
   for (auto [n, rho] : expected) {
     CAPTURE(n);
@@ -127,7 +127,7 @@ TEST_CASE("one-peer exponential: tau consecutive rounds multiply to 11^T/n exact
   }
 }
 
-TEST_CASE("stochasticity sweep: rows and columns sum to 1, non-negative, symmetric where claimed") {
+TEST_CASE("stochasticity sweep: rows and columns sum to 1 - non-negative - symmetric where claimed") {
   struct Case {
     Kind kind;
     WeightRule rule;
@@ -177,7 +177,7 @@ TEST_CASE("stochasticity sweep: rows and columns sum to 1, non-negative, symmetr
   }
 }
 
-TEST_CASE("weights equal the Appendix B oracles; lazy is (I + W)/2") {
+TEST_CASE("weights equal the Appendix B oracles - lazy is (I + W)/2") {
   TopologyParams p = params(Kind::ErdosRenyi);
   p.edge_prob = 0.3;
   p.seed = 9;

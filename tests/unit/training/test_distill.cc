@@ -39,7 +39,7 @@ Vec softmaxProbs(const Vec& x, const Dataset& d, std::uint32_t r, int classes) {
 
 }  // namespace
 
-TEST_CASE("distillation loss is the mean of CE(y, p) + weight KL(mean teacher p || p) plus l2, per the formula") {
+TEST_CASE("distillation loss is the mean of CE(y - p) + weight KL(mean teacher p || p) plus l2 - per the formula") {
   const int classes = 4;
   const Dataset d = randomDataset(9, 3, classes, 5);
   const double l2 = 0.01, weight = 0.7;
@@ -73,7 +73,7 @@ TEST_CASE("distillation loss is the mean of CE(y, p) + weight KL(mean teacher p 
   CHECK((g - wantGrad).norm() <= 1e-12 * wantGrad.norm());
 }
 
-TEST_CASE("distillation gradient matches central finite differences (softmax and mlp, across a chunk boundary)") {
+TEST_CASE("distillation gradient matches central finite differences (softmax and mlp - across a chunk boundary)") {
   const Dataset d = randomDataset(300, 4, 3, 11);
   std::vector<std::uint32_t> rows(300);
   for (std::uint32_t i = 0; i < 300; ++i) rows[i] = i;  // 300 rows: two chunks of the model's 256
@@ -98,7 +98,7 @@ TEST_CASE("distillation gradient matches central finite differences (softmax and
   }
 }
 
-TEST_CASE("distillation toward itself adds nothing to the gradient, and no teachers is lossAndGrad bit for bit") {
+TEST_CASE("distillation toward itself adds nothing to the gradient - and no teachers is lossAndGrad bit for bit") {
   const Dataset d = randomDataset(40, 4, 3, 7);
   const std::vector<std::uint32_t> rows{1, 5, 9, 13, 30};
   FeedForwardModel m(4, 3, {6}, 0.0, 0.0);
@@ -126,7 +126,7 @@ TEST_CASE("a model without a softmax output refuses a distillation term with a C
 
 // ---------------------------------------------------------------- the reference variant
 
-TEST_CASE("reference term: predictProbs is the softmax per row, and the term is weight * mean KL(q || p) per the formula") {
+TEST_CASE("reference term: predictProbs is the softmax per row - and the term is weight * mean KL(q || p) per the formula") {
   const int classes = 4;
   const Dataset ref = randomDataset(7, 3, classes, 15);
   FeedForwardModel m(3, classes, {}, 0.0, 0.01);
@@ -165,7 +165,7 @@ TEST_CASE("reference term: predictProbs is the softmax per row, and the term is 
   CHECK((g - 2 * wantGrad).norm() <= 1e-12 * wantGrad.norm());
 }
 
-TEST_CASE("reference term: gradient matches central finite differences (softmax and mlp, across a chunk boundary)") {
+TEST_CASE("reference term: gradient matches central finite differences (softmax and mlp - across a chunk boundary)") {
   const Dataset ref = randomDataset(300, 4, 3, 12);  // two chunks of the model's 256 rows
   for (const auto& hidden : {std::vector<int>{}, std::vector<int>{5}}) {
     CAPTURE(hidden.size());

@@ -143,7 +143,7 @@ TEST_CASE("truncated or wrong-kind estimator state is rejected and changes nothi
   }
 }
 
-TEST_CASE("estimator state must match this node's rows, batch and dimension") {
+TEST_CASE("estimator state must match this node's rows - batch and dimension") {
   Problem p;
   for (const char* kind : {"sgd", "lsvrg", "saga_table", "saga_scalar"}) {
     CAPTURE(kind);

@@ -108,7 +108,7 @@ TEST_CASE("SGD mean approaches the full gradient as draws grow") {
   CHECK(est->sampleGradients() == 100000u);
 }
 
-TEST_CASE("variance-reduced estimators converge exactly with a constant step; SGD does not") {
+TEST_CASE("variance-reduced estimators converge exactly with a constant step - SGD does not") {
   Fixture f;
   const Shard shard{&f.data, f.rows};
   const ReferenceResult ref = solveReference(*f.model, std::span<const Shard>(&shard, 1));

@@ -47,7 +47,7 @@ double meanDominantShare(const Partition& p, const std::vector<std::int32_t>& y,
 
 }  // namespace
 
-TEST_CASE("iid partition: every row once, balanced, deterministic per seed") {
+TEST_CASE("iid partition: every row once - balanced - deterministic per seed") {
   for (int n : {1, 2, 3, 7, 16}) {
     CAPTURE(n);
     const Partition p = partitionIid(103, n, 5);
@@ -77,7 +77,7 @@ TEST_CASE("label-sorted partition gives contiguous label ranges") {
   CHECK(meanDominantShare(p, y, 5) == 1.0);
 }
 
-TEST_CASE("Dirichlet partition: covers every row, no empty node, skew follows alpha") {
+TEST_CASE("Dirichlet partition: covers every row - no empty node - skew follows alpha") {
   const int classes = 10;
   const auto y = cyclicLabels(20000, classes);
   const Partition skewed = partitionDirichlet(y, classes, 20, 0.01, 3);
@@ -133,7 +133,7 @@ TEST_CASE("partitionRows validates its configuration") {
   CHECK(partitionRows(r, 3, {"iid", 1.0, 0}).size() == 3);
 }
 
-TEST_CASE("synthetic problems: shapes, determinism, heterogeneity, noise level") {
+TEST_CASE("synthetic problems: shapes - determinism - heterogeneity - noise level") {
   const auto a = makeSyntheticLogistic(4, 300, 6, 0.0, 7);
   REQUIRE(a.size() == 4);
   for (const auto& d : a) {

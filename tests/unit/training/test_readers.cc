@@ -45,7 +45,7 @@ void expectDataError(F&& f, std::initializer_list<std::string> fragments) {
 
 }  // namespace
 
-TEST_CASE("IDX images and labels, plain and gzip, give the same data") {
+TEST_CASE("IDX images and labels - plain and gzip - give the same data") {
   TempDir dir;
   const auto ip = dir.write("train-images-idx3-ubyte", idx(0x08, {3, 2, 2}, kPixels));
   const auto lp = dir.write("train-labels-idx1-ubyte", idx(0x08, {3}, kLabels));
@@ -133,7 +133,7 @@ TEST_CASE("truncated or corrupt gzip is a DataError") {
   expectDataError([&] { readIdx(dir.write("bad.gz", mangled), good_l); }, {"bad.gz"});
 }
 
-TEST_CASE("LIBSVM: sparse rows, comments, binary and multiclass labels") {
+TEST_CASE("LIBSVM: sparse rows - comments - binary and multiclass labels") {
   TempDir dir;
   const auto p = dir.writeText("a.svm",
                                "# header comment\n"
@@ -191,7 +191,7 @@ TEST_CASE("malformed LIBSVM lines name file and line") {
   expectDataError([&] { readLibsvm(p, narrow); }, {"w.svm:2:", "exceeds"});
 }
 
-TEST_CASE("CSV with and without header, any label column") {
+TEST_CASE("CSV with and without header - any label column") {
   TempDir dir;
   const auto h = dir.writeText("h.csv", "f1,label,f2\n1.5, 1 ,2\n\n-1,0,4e0\r\n");
   TextReadOptions o;
@@ -216,7 +216,7 @@ TEST_CASE("CSV with and without header, any label column") {
   CHECK(e.X(1, 1) == 4.0f);
 }
 
-TEST_CASE("malformed CSV is a DataError with the line; a bad label column is a ConfigError") {
+TEST_CASE("malformed CSV is a DataError with the line - a bad label column is a ConfigError") {
   TempDir dir;
   auto bad = [&](const std::string& text, TextReadOptions o = {}) {
     const auto p = dir.writeText("bad.csv", text);
@@ -307,7 +307,7 @@ TEST_CASE("loadDataset reconciles train and test") {
 }
 
 // Labels: the class count is the number of distinct labels, which must be 0..C-1.
-TEST_CASE("labels with a gap or a test-only label are refused, naming the file and label") {
+TEST_CASE("labels with a gap or a test-only label are refused - naming the file and label") {
   using gossip::training::checkLabels;
   using gossip::training::Dataset;
   Dataset train, test;
@@ -325,7 +325,7 @@ TEST_CASE("labels with a gap or a test-only label are refused, naming the file a
   CHECK_NOTHROW(checkLabels(regression, "r.csv", nullptr, ""));
 }
 
-TEST_CASE("a UTF-8 byte-order mark is skipped, and binary bytes in messages are escaped") {
+TEST_CASE("a UTF-8 byte-order mark is skipped - and binary bytes in messages are escaped") {
   using namespace gossip::training;
   TempDir dir;
   TextReadOptions opt;

@@ -61,7 +61,7 @@ bool sameBits(const FeatureMatrix& a, const FeatureMatrix& b) {
 
 }  // namespace
 
-TEST_CASE("a streamed shard equals the same rows of the fully loaded data set, bit for bit") {
+TEST_CASE("a streamed shard equals the same rows of the fully loaded data set - bit for bit") {
   TempDir dir;
   for (bool gzip : {false, true}) {
     const Files f = writeSet(dir, 200, 50, gzip, gzip ? 2u : 1u);

@@ -52,7 +52,7 @@ std::vector<std::uint32_t> everyThird(std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("smoothness constants equal c * lambda_max of the augmented Gram matrix + l2, and c * max row norm + l2") {
+TEST_CASE("smoothness constants equal c * lambda_max of the augmented Gram matrix + l2 - and c * max row norm + l2") {
   for (const auto& k : kKinds) {
     CAPTURE(k.name);
     Dataset d = randomDataset(90, 7, k.classes, 11);
@@ -70,7 +70,7 @@ TEST_CASE("smoothness constants equal c * lambda_max of the augmented Gram matri
   }
 }
 
-TEST_CASE("each model's gradient is L_full-Lipschitz, and the bound is attained where the curvature peaks") {
+TEST_CASE("each model's gradient is L_full-Lipschitz - and the bound is attained where the curvature peaks") {
   for (const auto& k : kKinds) {
     CAPTURE(k.name);
     const Dataset d = randomDataset(60, 5, k.classes, 5);
@@ -99,7 +99,7 @@ TEST_CASE("each model's gradient is L_full-Lipschitz, and the bound is attained 
   }
 }
 
-TEST_CASE("smoothness: no bound for an mlp, an empty shard leaves l2, and the step rule") {
+TEST_CASE("smoothness: no bound for an mlp - an empty shard leaves l2 - and the step rule") {
   const Dataset d = randomDataset(20, 4, 3, 1);
   CHECK_FALSE(smoothness(*makeModel(spec("mlp", 0.0), 4, 3), d, everyThird(20)).has_value());
   const auto s = smoothness(*makeModel(spec("logistic", 0.5), 4, 2), d, {});

@@ -129,7 +129,7 @@ TEST_CASE("reference solver reaches the L1-logistic optimum (prox-gradient fixed
   }
 }
 
-TEST_CASE("reference solver weights nodes equally (mean of node means), not samples") {
+TEST_CASE("reference solver weights nodes equally (mean of node means) - not samples") {
   // Unequal shards: 10 and 90 samples with different distributions. Ridge has a closed form:
   // x* = (sum_i A_i'A_i / m_i + n l2 I)^-1 sum_i A_i' t_i / m_i  (no bias).
   auto a = makeSyntheticLeastSquares(1, 10, 6, 2.0, 5, 0.1);
@@ -160,7 +160,7 @@ TEST_CASE("reference solver weights nodes equally (mean of node means), not samp
   CHECK(g.norm() > 1e-2);
 }
 
-TEST_CASE("reference solver on softmax with l2, and input validation") {
+TEST_CASE("reference solver on softmax with l2 - and input validation") {
   const Dataset d = testing::randomDataset(120, 5, 3, 8);
   const auto all = allRows(d);
   const std::vector<std::uint32_t> r1(all.begin(), all.begin() + 40), r2(all.begin() + 40, all.end());

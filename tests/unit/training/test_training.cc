@@ -155,7 +155,7 @@ TEST_CASE("loss values agree with per-sample formulas") {
   }
 }
 
-TEST_CASE("batch gradient is the mean of per-sample gradients, across chunk boundaries") {
+TEST_CASE("batch gradient is the mean of per-sample gradients - across chunk boundaries") {
   // 600 rows span three internal chunks of 256.
   for (const Case& c : allCases()) {
     CAPTURE(c.label);
@@ -262,7 +262,7 @@ TEST_CASE("model factory rejects bad specs naming the field") {
   expectField({"logistic", {}, 0, std::nan(""), true}, 4, 2, "model.l2");
 }
 
-TEST_CASE("a label outside the class range is a DataError, not a memory error") {
+TEST_CASE("a label outside the class range is a DataError - not a memory error") {
   Dataset d = randomDataset(10, 3, 3, 1);
   d.y[4] = 7;
   FeedForwardModel m(3, 3, {}, 0, 0);

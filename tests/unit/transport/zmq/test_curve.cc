@@ -63,7 +63,7 @@ const auto kPayload = std::make_shared<const Bytes>(Bytes(3, std::byte{7}));
 
 }  // namespace
 
-TEST_CASE("curve keys: keygen writes listed keys with private modes; loading checks what it reads") {
+TEST_CASE("curve keys: keygen writes listed keys with private modes - loading checks what it reads") {
   TempDir d;
   CHECK(peer::writeClusterKeys(d.path, 3) == 3);
   CHECK(peer::writeClusterKeys(d.path, 4) == 1);  // keys already there are kept
@@ -80,7 +80,7 @@ TEST_CASE("curve keys: keygen writes listed keys with private modes; loading che
   CHECK_THROWS_WITH_AS(peer::loadCurveKeys(d.path, 0), doctest::Contains("allow.txt:"), ConfigError);
 }
 
-TEST_CASE("curve: listed keys exchange frames; an unlisted key is refused; a key cannot speak for another id") {
+TEST_CASE("curve: listed keys exchange frames - an unlisted key is refused - a key cannot speak for another id") {
   TempDir d;
   peer::writeClusterKeys(d.path, 3);
   ZmqTransport b(2, kAny, secure(d.path, 2));  // the constructor's self-test refused an unlisted key

@@ -81,7 +81,7 @@ struct IpcEndpoint {
 
 }  // namespace
 
-TEST_CASE("request server: receives (identity, body), drops extra parts, and replies to that identity") {
+TEST_CASE("request server: receives (identity - body) - drops extra parts - and replies to that identity") {
   RequestServer server("test server", "tcp://127.0.0.1:*");
   CHECK(server.endpoint().starts_with("tcp://127.0.0.1:"));
   CHECK(server.endpoint() != "tcp://127.0.0.1:*");  // the port libzmq chose
@@ -121,7 +121,7 @@ TEST_CASE("request server: receives (identity, body), drops extra parts, and rep
   CHECK(b.reply() == "to b");
 }
 
-TEST_CASE("request server: a reply to a client that is gone, or never was, reports failure") {
+TEST_CASE("request server: a reply to a client that is gone - or never was - reports failure") {
   RequestServer server("test server", "tcp://127.0.0.1:*");
   CHECK_FALSE(server.reply("no such client", "hello"));
 
@@ -144,7 +144,7 @@ TEST_CASE("request server: a reply to a client that is gone, or never was, repor
   CHECK_MESSAGE(failed, "replies to the closed client still succeeded after the deadline");
 }
 
-TEST_CASE("request server: reports each client's connection and disconnection, in order") {
+TEST_CASE("request server: reports each client's connection and disconnection - in order") {
   IpcEndpoint ipc;
   RequestServer server("test server", ipc.endpoint);
   CHECK(server.endpoint() == ipc.endpoint);
@@ -184,7 +184,7 @@ namespace {
 extern "C" void ignoreSignal(int) {}
 }  // namespace
 
-TEST_CASE("request server: a signal during wait() ends it early with false, not an exception") {
+TEST_CASE("request server: a signal during wait() ends it early with false - not an exception") {
   // The daemon's SIGTERM arrives on whichever thread it likes, often the node thread waiting here for its
   // trainer. A handler without SA_RESTART makes zmq_poll fail with EINTR.
   struct sigaction sa {}, old {};

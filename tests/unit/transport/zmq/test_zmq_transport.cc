@@ -163,7 +163,7 @@ TEST_CASE("peer zmq: a 64 MB payload arrives intact") {
   CHECK(b.stats().bytes_received == p->size() + engine::kFrameHeaderBytes);
 }
 
-TEST_CASE("peer zmq: payloads around the part size arrive intact, in order, counted once") {
+TEST_CASE("peer zmq: payloads around the part size arrive intact - in order - counted once") {
   // Payloads over kPayloadPartBytes travel in several parts (zmq_transport.h); the edges of the split.
   constexpr std::size_t P = peer::kPayloadPartBytes;
   const std::vector<std::size_t> sizes = {0, 1, P - 1, P, P + 1, 2 * P, 3 * P + 5};
@@ -287,7 +287,7 @@ TEST_CASE("peer zmq: removing links to dead peers never freezes the transport") 
   }
 }
 
-TEST_CASE("peer zmq: frames to an unknown peer are dropped and counted, frames to an unreachable peer do not block") {
+TEST_CASE("peer zmq: frames to an unknown peer are dropped and counted - frames to an unreachable peer do not block") {
   auto a = std::make_unique<ZmqTransport>(1, kAny);
   a->send(9, header(1, FrameKind::Model, 0, 1), payload(1, 0));
   waitFor([&] { return a->stats().send_dropped == 1; }, "the frame to unknown peer 9 counted as dropped");
@@ -337,7 +337,7 @@ TEST_CASE("peer zmq: a broken connection to a peer is reported once as a disconn
   CHECK(a.takeDisconnects().empty());
 }
 
-TEST_CASE("peer zmq: a full inbox drops and counts what arrives, and receiving resumes once it drains") {
+TEST_CASE("peer zmq: a full inbox drops and counts what arrives - and receiving resumes once it drains") {
   peer::ZmqOptions small;
   small.inbox_max_frames = 8;
   ZmqTransport b(2, kAny, small);
@@ -357,7 +357,7 @@ TEST_CASE("peer zmq: a full inbox drops and counts what arrives, and receiving r
   CHECK(b.stats().inbox_dropped == 42);
 }
 
-TEST_CASE("peer zmq: a capped link sends model frames no faster than its rate; control frames pass") {
+TEST_CASE("peer zmq: a capped link sends model frames no faster than its rate - control frames pass") {
   // 1 MB/s with a 64 KiB burst: a frame goes out while the bucket holds any tokens and is paid for
   // afterwards, so the 20th of 20 model frames of 100 kB cannot leave before the first 19 are paid for
   // beyond the burst: (19 x 100 kB - 64 KiB) / 1 MB/s ~ 1.84 s, however fast or loaded the machine (a lower
@@ -433,7 +433,7 @@ TEST_CASE("peer zmq: membership frames reach their own inbox while the model inb
   CHECK_FALSE(b.receive(f));
 }
 
-TEST_CASE("peer zmq: a full membership inbox drops and counts; waitMembership wakes for membership frames only") {
+TEST_CASE("peer zmq: a full membership inbox drops and counts - waitMembership wakes for membership frames only") {
   peer::ZmqOptions small;
   small.membership_inbox_max_frames = 4;
   ZmqTransport b(2, kAny, small);
