@@ -205,12 +205,17 @@ void NodeRuntime::Impl::loadNewestCheckpoint() {
 // deleting the file is the deliberate way to take the directory over.
 void NodeRuntime::Impl::checkClusterFile() {
   const fs::path f = dir / "cluster";
-  if (!fs::exists(f)) return writeTextAtomic(f, identity);
+  // The identity, and the node.id that owns the directory (a line the membership's identity does not have).
+  const std::string mine = identity + "node.id=" + std::to_string(id) + "\n";
+  if (!fs::exists(f)) return writeTextAtomic(f, mine);
   std::ifstream in(f, std::ios::binary);
-  const std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (held == identity) return;
-  throw RefusedError("node.data_dir '" + dir.string() + "' belongs to another cluster: " +
-                     describeIdentityDifference(identity, held, "in this configuration", "in the directory") +
+  std::string held((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (held.find("\nnode.id=") == std::string::npos && held.rfind("node.id=", 0) != 0)
+    held += "node.id=" + std::to_string(id) + "\n";  // written before the line existed (this session)
+  if (held == mine) return;
+  const bool otherNode = describeIdentityDifference(identity, held.substr(0, held.rfind("node.id="))).empty();
+  throw RefusedError("node.data_dir '" + dir.string() + "' belongs to " + (otherNode ? "another node" : "another cluster") + ": " +
+                     describeIdentityDifference(mine, held, "in this configuration", "in the directory") +
                      ". Run it with that configuration, give this node an empty node.data_dir, or delete '" +
                      f.string() + "' to take the directory over with its checkpoints");
 }

@@ -179,6 +179,10 @@ expect_ok "more rounds train on" "resumed at round 20" -- "${ONE[@]}" --set algo
 # here another name, is refused with the keys that differ, though its checkpoints would load.
 EXPECT_RC=3 expect "another cluster on the directory" "^gossipd run: node.data_dir '$TMP/kept' belongs to another cluster: cluster.name is \"other\" in this configuration, \"gossipd\" in the directory\. .*delete '$TMP/kept/cluster' to take the directory over" -- \
   "${ONE[@]}" --set algorithm.rounds=40 --set cluster.name=other
+# ...and to the node that ran in it: another node.id is refused even where no checkpoint says so.
+rm -f "$TMP/kept/checkpoints/"*
+EXPECT_RC=3 expect "another node on the directory" "^gossipd run: node.data_dir '$TMP/kept' belongs to another node: node.id is 5 in this configuration, 0 in the directory\." -- \
+  "${ONE[@]}" --set algorithm.rounds=40 --set node.id=5
 
 # SIGTERM and SIGHUP while the node waits for its trainer (during construction): a clean stop, exit 0 (the
 # handlers were installed after construction, so the signal killed it: exit 143 / 129).
