@@ -1,6 +1,7 @@
 #pragma once
 // The children of `gossipd cluster` as the supervisor sees them (cmd_cluster.cc), and the one progress line
 // it prints for all of them from their status.json files. The supervisor's one thread only.
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@ struct Child {
   std::optional<int> status;  // waitpid status once exited
   nlohmann::json last;        // last status.json read
   unsigned restarts = 0;      // times the supervisor started it again after it died
+  std::optional<std::chrono::steady_clock::time_point> restartAt;  // when it is started again (backoff)
 };
 
 // A status.json field, or `fallback` when it is missing, null or of another type.

@@ -42,7 +42,7 @@ extern "C" void onClusterSignal(int) { gInterrupted.store(true, std::memory_orde
 
 constexpr const char* kClusterUsage =
     "usage: gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]\n"
-    "                       [--trainer CMD]\n"
+    "                       [--trainer CMD] [--no-restart]\n"
     "  Starts N `gossipd run` nodes on this machine (loopback, ephemeral ports), node i with its data\n"
     "  directory D/node-i (checkpoints, model.npy, status.json, log, http_port: each node serves\n"
     "  /metrics and /status on node.http's host with a port of its own), and shows one progress line for\n"
@@ -50,7 +50,7 @@ constexpr const char* kClusterUsage =
     "  same D resumes every node from its newest checkpoint; a finished run is refused (its models stay\n"
     "  as they are; raise algorithm.rounds to train on). A node that dies (a signal, an internal error)\n"
     "  is started again from its data directory, up to 3 times; not after exit 2 (configuration) or 3\n"
-    "  (refused by the cluster).\n"
+    "  (refused by the cluster); after 1, 2, then 4 s. --no-restart turns this off.\n"
     "  --nodes N      number of nodes, 1..1024 (sets cluster.nodes)\n"
     "  --config F     TOML configuration shared by all nodes (docs/config.md)\n"
     "  --set S.K=V    override one key for all nodes; repeatable (not node.id, node.data_dir,\n"
@@ -72,6 +72,7 @@ int cluster(std::vector<std::string> argv) {
   std::optional<std::string> configFile;
   std::vector<std::string> sets;
   std::string dir = "./gossipd-cluster", bin, trainer;
+  bool restart = true;
   long long httpPort = 8080;
   while (!args.done()) {
     const std::string flag = args.next("cluster");
@@ -92,6 +93,8 @@ int cluster(std::vector<std::string> argv) {
       dir = args.next(flag);
     } else if (flag == "--bin") {
       bin = args.next(flag);
+    } else if (flag == "--no-restart") {
+      restart = false;
     } else if (flag == "--trainer") {
       trainer = args.next(flag);
       if (trainer.empty()) throw ConfigError("--trainer: expected a command");
@@ -99,7 +102,8 @@ int cluster(std::vector<std::string> argv) {
       httpPort = cli::parseNumber<long long>(args.next(flag), "--http-port");
       if (httpPort < 0 || httpPort > 65535) throw ConfigError("--http-port: expected 0..65535, got " + std::to_string(httpPort));
     } else {
-      throw ConfigError("unknown option '" + flag + "' (expected --nodes, --config, --set, --dir, --bin, --http-port, --trainer)");
+      throw ConfigError("unknown option '" + flag +
+                        "' (expected --nodes, --config, --set, --dir, --bin, --http-port, --trainer, --no-restart)");
     }
   }
   if (!nodes) throw ConfigError("--nodes N is required");
@@ -214,19 +218,27 @@ int cluster(std::vector<std::string> argv) {
   for (PeerId i = 1; i < *nodes; ++i) startNode(i, seed);
 
   const bool tty = ::isatty(1);
-  // Supervision: a node that died (a signal, an internal error, no seed answered) is started again from
-  // its data directory, through a running node, at most kMaxRestarts times; it resumes from its newest
-  // checkpoint as a new incarnation. Not after a clean exit, a configuration error (2) or a refusal (3):
-  // those would fail the same way again; nor while the cluster stops.
+  // Supervision (unless --no-restart): a node that died (a signal, an internal error, no seed answered) is
+  // started again from its data directory, through a running node, after 1, 2, then 4 s, at most
+  // kMaxRestarts times; it resumes from its newest checkpoint as a new incarnation. Not after a clean exit,
+  // a configuration error (2) or a refusal (3): those would fail the same way again; nor while the cluster
+  // stops.
   constexpr unsigned kMaxRestarts = 3;
   auto restartDead = [&] {
-    if (gInterrupted) return;
+    if (gInterrupted || !restart) return;
     for (auto& c : children) {
       if (!c.status) continue;
       const int st = *c.status;
       const bool again = WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 2 &&
                                              WEXITSTATUS(st) != 3);
       if (!again || c.restarts >= kMaxRestarts) continue;
+      if (!c.restartAt) {
+        c.restartAt = Clock::now() + std::chrono::seconds(1u << c.restarts);
+        std::printf("%snode %u %s: starting it again in %u s (restart %u of %u)\n", tty ? "\n" : "", c.id,
+                    describeExit(st).c_str(), 1u << c.restarts, c.restarts + 1, kMaxRestarts);
+        std::fflush(stdout);
+      }
+      if (Clock::now() < *c.restartAt) continue;
       std::string via;
       for (const auto& o : children)
         if (o.id != c.id && !o.status) {
@@ -236,9 +248,7 @@ int cluster(std::vector<std::string> argv) {
         }
       if (via.empty()) continue;  // nobody to join through yet: try at the next pass
       ++c.restarts;
-      std::printf("%snode %u %s: starting it again from %s (restart %u of %u)\n", tty ? "\n" : "", c.id,
-                  describeExit(st).c_str(), c.dir.c_str(), c.restarts, kMaxRestarts);
-      std::fflush(stdout);
+      c.restartAt.reset();
       c.last = nlohmann::json();
       startNode(c.id, via);
     }
