@@ -127,6 +127,8 @@ std::string renderMetrics(const NodeMetrics& m) {
              "Seconds in the trainer bridge's shared-memory reads and writes, conversions included.")
         .sample(m.trainer->copy_seconds);
   }
+  w.family("gossipd_isolated", "gauge", "1 while every other member is dead to this node and its rounds are held, else 0.")
+      .sample(u(m.isolated));
   w.family("gossipd_alive_members", "gauge", "Members in this node's alive view (alive or suspect), itself included.")
       .sample(m.alive_members);
   w.family("gossipd_neighbors", "gauge", "Edges of this node in the current graph (agreed or being agreed).")

@@ -87,6 +87,7 @@ struct NodeMetrics {
   std::uint64_t last_checkpoint_round = 0;
   double uptime_seconds = 0;
   bool drift_warning = false;  // daemon/monitor/drift_watch.h gave its warning
+  bool isolated = false;       // every other member dead: rounds held (docs/daemon.md, Partitions)
   // trainer.enable only (docs/trainer.md): the bridge's state, rounds begun from the trainer's requests,
   // and the time in its shared-memory copies.
   struct Trainer {

@@ -160,6 +160,7 @@ NodeMetrics toMetrics(const NodeStatus& s) {
   m.drift_warning = !s.drift_warning.empty();
   m.trainer = s.trainer;
   m.alive_members = s.alive;
+  m.isolated = s.isolated;
   m.neighbors = s.neighbors;
   m.links = s.links;
   m.compression_ratio = s.compression_ratio;

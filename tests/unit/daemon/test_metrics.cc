@@ -131,6 +131,7 @@ TEST_CASE("metrics that do not exist yet are left out - not written as zero") {
   CHECK(text.find("gossipd_round_duration_seconds") == std::string::npos);
   CHECK(text.find("gossipd_trainer_") == std::string::npos);  // no trainer.enable: no trainer families
   CHECK(text.find("gossipd_drift_warning 0\n") != std::string::npos);
+  CHECK(text.find("gossipd_isolated 0\n") != std::string::npos);
 }
 
 TEST_CASE("the trainer bridge's state - rounds and copy time - and the drift warning") {
