@@ -1,5 +1,6 @@
 // gossipd: one binary, several subcommands. Every failure the user can cause (bad flags, bad config,
-// unreadable files) ends as one line on stderr and exit code 2; internal errors exit 1.
+// unreadable files) ends as one line on stderr and exit code 2; a refusal (the cluster, the data directory)
+// 3; no seed answering 4; internal errors exit 1 (docs/daemon.md, exit codes).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -7,6 +8,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/frame.h"
+#include "membership/membership.h"
 
 namespace gossip::cmd {
 int topo(std::vector<std::string> args);
@@ -35,6 +38,7 @@ constexpr const char* kUsage =
     "       N virtual nodes in one process (see docs/config.md for every key)\n"
     "  health --dir D [--max-age-ms M]\n"
     "       exit 0 when the node with data directory D is up (container health checks)\n"
+    "  version  the version and its wire protocols (also --version)\n"
     "  help   this text\n";
 
 }  // namespace
@@ -53,6 +57,12 @@ int main(int argc, char** argv) {
     if (command == "cluster") return gossip::cmd::cluster(std::move(rest));
     if (command == "keygen") return gossip::cmd::keygen(std::move(rest));
     if (command == "health") return gossip::cmd::health(std::move(rest));
+    if (command == "version" || command == "--version") {
+      // The wire versions decide who can talk to whom (they are part of the cluster identity).
+      std::printf("gossipd %s (frame protocol %u, membership protocol %u)\n", GOSSIPD_VERSION,
+                  unsigned{gossip::engine::kFrameVersion}, unsigned{gossip::peer::Membership::kWireVersion});
+      return 0;
+    }
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

@@ -215,5 +215,7 @@ else
   fail=$((fail + 1)); echo "FAIL unreachable seeds: exit $rc (expected 4):"; tail -n 4 "$TMP/out" "$TMP/err" | sed 's/^/  | /'
 fi
 
+expect_ok "version" "^gossipd [0-9]+\.[0-9]+\.[0-9]+ \(frame protocol [0-9]+, membership protocol [0-9]+\)$" -- --version
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
