@@ -22,7 +22,8 @@ for ((k = 1; k <= ITER; k++)); do
   r2=$(round_of 2)
   kill -9 "${NODE_PID[2]}"
   wait "${NODE_PID[2]}" 2>/dev/null || true
-  newest=$(ls "$WORK/node-2/checkpoints" | sed -E 's/ckpt-([0-9]+)\.gsc/\1/' | sort -n | tail -n 1)
+  # Finished files only: a write cut by the kill leaves a ckpt-R.gsc.tmp, which the node never reads.
+  newest=$(ls "$WORK/node-2/checkpoints" | sed -nE 's/^ckpt-([0-9]+)\.gsc$/\1/p' | sort -n | tail -n 1)
   j=$((3 + k))  # a new node each time, beside the restart
   start_node 2 "$seed" "${args[@]}"
   start_node $j "$seed" "${args[@]}"
