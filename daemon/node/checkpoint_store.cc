@@ -52,6 +52,15 @@ std::vector<std::pair<Round, fs::path>> CheckpointStore::list() const {
 }
 
 std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const {
+  // A write cut by a crash leaves ckpt-R.gsc.tmp, as large as a checkpoint and never read: remove them
+  // (only this node writes here, under the data directory's lock).
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".gsc.tmp") && roundOf(fs::path(name.substr(0, name.size() - 4)))) {
+      std::error_code ec;
+      if (fs::remove(e.path(), ec)) log_->info("removed {}, a checkpoint write cut short", e.path().string());
+    }
+  }
   const auto files = list();
   std::string newestReason;
   for (const auto& [round, f] : files) {

@@ -114,6 +114,12 @@ TEST_CASE("loadNewest: the newest file that verifies and is this node's - the ot
   std::uint64_t loaded = 0;
   const auto load = [&](ByteReader& r) { loaded = r.get<std::uint64_t>(); };
   CHECK(!store.loadNewest(1, load));  // none yet
+  // A write cut short by a crash (ckpt-R.gsc.tmp) is removed when the store is read; other files stay.
+  std::ofstream(d.path / "checkpoints" / "ckpt-7.gsc.tmp") << "half";
+  std::ofstream(d.path / "checkpoints" / "notes.tmp") << "mine";
+  CHECK(!store.loadNewest(1, load));
+  CHECK(!fs::exists(d.path / "checkpoints" / "ckpt-7.gsc.tmp"));
+  CHECK(fs::exists(d.path / "checkpoints" / "notes.tmp"));
 
   store.write(10, body(1, 10, 100));
   store.write(20, body(1, 20, 200));
