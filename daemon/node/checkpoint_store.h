@@ -59,10 +59,10 @@ class CheckpointStore {
   // Tries the files newest first: the container must verify and the body must be a run state of node
   // `id`; `load` then reads the node's state (and may throw to refuse it). Returns the round the first
   // accepted file continues at; none when there is no checkpoint file. When there are files and none is
-  // accepted, throws ConfigError naming the directory, the count and the newest file's reason (issue 28):
+  // accepted, throws RefusedError naming the directory, the count and the newest file's reason (issue 28):
   // going on from round 0 would rotate this run's checkpoints away once the new run wrote its own (a
   // restart with another algorithm, model or node.id lost them all), and `load` may have half-filled the
-  // node's state before it refused.
+  // node's state before it refused. First removes the ckpt-R.gsc.tmp files of writes a crash cut short.
   std::optional<Round> loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const;
 
   // Writes ckpt-<next>.gsc atomically and durably, then removes all but the newest `keep`.
