@@ -217,6 +217,9 @@ std::string didYouMean(std::string_view word, std::span<const std::string_view> 
 }
 
 std::string formatNumber(double v) {
+  // Whole numbers as integers: the shortest form of 100000.0 is "1e+05", which read oddly for an integer
+  // key ("cluster.nodes must be in [1,65536] (got 1e+05)", issue 28).
+  if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::string("?");

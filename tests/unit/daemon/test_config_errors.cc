@@ -83,6 +83,7 @@ TEST_CASE("out-of-range values and unknown names are named") {
   checkFails("[faults]\ndrop = 1.0\n", {}, "faults.drop must be in [0,1)");
   checkFails("[cluster]\nnodes = 0\n", {}, "cluster.nodes must be in [1,65536] (got 0)");
   checkFails("[cluster]\nnodes = -4\n", {}, "cluster.nodes must be in [1,65536] (got -4)");
+  checkFails("[cluster]\nnodes = 100000\n", {}, "cluster.nodes must be in [1,65536] (got 100000)");  // not 1e+05
   checkFails("[cluster]\nnodes = 5000000000\n", {}, "cluster.nodes must be in [1,65536] (got 5000000000)");
   checkFails("[node]\nid = -1\n", {}, "node.id must be >= 0");
   checkFails("[compressor]\nbits = 0\n", {}, "compressor.bits must be in [1,16]");
