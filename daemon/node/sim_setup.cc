@@ -221,6 +221,9 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
       totalRows = p->train.samples();
     }
   }
+  // data.max_test: the first rows of the test set (it was parsed and documented, and ignored; issue 28).
+  if (p->test && c.data.max_test > 0 && p->test->samples() > c.data.max_test)
+    p->test = training::headOf(*p->test, static_cast<std::size_t>(c.data.max_test));
 
   if (!c.algorithm.distill_reference.empty()) {
     // Codistillation's reference rows: read like the training file, scaled with the training rows' scaler.

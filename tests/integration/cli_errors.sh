@@ -215,6 +215,19 @@ else
   fail=$((fail + 1)); echo "FAIL unreachable seeds: exit $rc (expected 4):"; tail -n 4 "$TMP/out" "$TMP/err" | sed 's/^/  | /'
 fi
 
+# data.max_test: the test set is cut to its first rows (it was parsed and ignored). With 7 test rows every
+# accuracy is a multiple of 1/7.
+FM=/usr/share/datasets/fashion-mnist
+if [ -r "$FM/t10k-images-idx3-ubyte.gz" ]; then
+  out=$("$GOSSIPD" sim --set data.format=idx --set "data.train=$FM/train-images-idx3-ubyte.gz" \
+          --set "data.test=$FM/t10k-images-idx3-ubyte.gz" --set data.max_train=2000 --set data.max_test=7 \
+          --set cluster.nodes=2 --set algorithm.rounds=5 --set sim.eval_every=5 2>&1 | grep -o 'acc *[0-9.]*%' | tail -n 1 | grep -o '[0-9.]*')
+  if [ -n "$out" ] && python3 -c "import sys; a=float(sys.argv[1])*7/100; sys.exit(abs(a-round(a)) > 0.01)" "$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL data.max_test=7: accuracy '$out'% is not a multiple of 1/7"
+  fi
+fi
 expect_ok "version" "^gossipd [0-9]+\.[0-9]+\.[0-9]+ \(frame protocol [0-9]+, membership protocol [0-9]+\)$" -- --version
 
 echo "$pass passed, $fail failed"
