@@ -24,10 +24,13 @@ bool NodeReport::memberEvents(const std::vector<StampedEvent>& events, StatusGos
   return !events.empty();
 }
 
+// A peer's first refused frames are reported within a second, later ones at most once a minute per peer
+// (issue 28: the first line came only after 60 s of uptime, so a short run's refusals were never logged).
 void NodeReport::rejections(std::uint64_t now, const engine::EngineStats& stats) {
-  if (now < nextRejectLog_) return;
-  nextRejectLog_ = now + 60000;
+  if (now < nextRejectCheck_) return;
+  nextRejectCheck_ = now + 1000;
   for (const auto& [peer, reasons] : stats.rejected_by_peer) {
+    if (now < nextRejectLogOf_[peer]) continue;
     std::string what;
     std::uint64_t total = 0;
     for (const auto& [reason, n] : reasons) {
@@ -36,8 +39,10 @@ void NodeReport::rejections(std::uint64_t now, const engine::EngineStats& stats)
       total += fresh;
       what += (what.empty() ? "" : ", ") + reason + " " + std::to_string(fresh);
     }
-    if (total) nodeLog_->warn("rejected {} frames from peer {} in the last minute ({})", total, peer, what);
+    if (!total) continue;
+    nodeLog_->warn("rejected {} frames from peer {} since the last report ({})", total, peer, what);
     rejectedLogged_[peer] = reasons;
+    nextRejectLogOf_[peer] = now + 60000;
   }
 }
 

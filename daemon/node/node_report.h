@@ -26,9 +26,12 @@ class NodeReport {
 
   // Logs and counts each event, and adds it to /cluster's event log. False when there were none.
   bool memberEvents(const std::vector<StampedEvent>& events, StatusGossip& gossip);
-  // Frames refused since the last line, per peer, once a minute.
+  // Frames refused since the last line, per peer: the first within a second, then once a minute.
   void rejections(std::uint64_t now, const engine::EngineStats& stats);
-  void engineReplaced() { rejectedLogged_.clear(); }  // a new engine counts from zero
+  void engineReplaced() {  // a new engine counts from zero
+    rejectedLogged_.clear();
+    nextRejectLogOf_.clear();
+  }
 
   struct Progress {
     Round round = 0;
@@ -57,7 +60,8 @@ class NodeReport {
   logging::Logger nodeLog_, memberLog_;
   std::uint64_t suspicions_ = 0, refutations_ = 0, deaths_ = 0;
   std::map<PeerId, std::map<std::string, std::uint64_t>> rejectedLogged_;
-  std::uint64_t nextRejectLog_ = 60000, nextProgress_ = 0;
+  std::map<PeerId, std::uint64_t> nextRejectLogOf_;  // per peer: a line at most once a minute
+  std::uint64_t nextRejectCheck_ = 0, nextProgress_ = 0;
 };
 
 }  // namespace gossip::daemon
