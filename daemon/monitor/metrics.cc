@@ -153,6 +153,13 @@ std::string renderMetrics(const NodeMetrics& m) {
       .sample(m.messages_missing);
   w.family("gossipd_rejected_messages_total", "counter", "Frames and messages this node refused, by reason.");
   for (const auto& [reason, n] : m.rejected_by_reason) w.sample(n, {{"reason", reason}});
+  w.family("gossipd_joins_refused_total", "counter",
+           "Joins this node refused, by reason: identity (another cluster's configuration), duplicate_id (a live "
+           "member's node.id from another data directory).");
+  for (const char* reason : {"identity", "duplicate_id"}) {
+    const auto it = m.joins_refused.find(reason);
+    w.sample(it == m.joins_refused.end() ? 0 : it->second, {{"reason", reason}});
+  }
   w.family("gossipd_suspicions_total", "counter", "Members this node learned were suspected of having failed.")
       .sample(m.suspicions);
   w.family("gossipd_refutations_total", "counter",

@@ -58,6 +58,7 @@ void NodeRuntime::Impl::onRefusals() {
   using Reason = peer::Refusal::Reason;
   auto r = membership->takeRefusals();
   for (const auto& x : r.refused) {
+    ++joinsRefused[x.reason == Reason::Identity ? "identity" : "duplicate_id"];
     if (!refusalsLogged.emplace(x.peer, x.endpoint + x.detail).second) continue;  // once: it retries its Join
     if (x.reason == Reason::Identity)
       memberLog->warn("refused node {} ({}): it belongs to another cluster: {}", x.peer, x.endpoint,
@@ -130,7 +131,8 @@ void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
                                       .zmq = zmq.get(), .links = links.get(), .gossip = statusGossip.get(),
                                       .record = &life.record(), .report = &report, .bridge = bridge,
                                       .accuracy = accuracy, .accuracySamples = accuracySamples,
-                                      .lastCheckpoint = written.round, .lastCheckpointAt = written.atMs},
+                                      .lastCheckpoint = written.round, .joinsRefused = &joinsRefused,
+                                      .lastCheckpointAt = written.atMs},
                                      now);
   statusGossip->refresh(now, s);  // this node's summary and /cluster
   std::string text = renderStatusJson(s);

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -106,6 +107,7 @@ struct NodeRuntime::Impl {
   std::string rejoinVia;                         // the member whose side outnumbered ours, tried first
   std::string identity;                          // cluster_identity.h: sent in every Join
   std::set<std::pair<PeerId, std::string>> refusalsLogged;  // (node, its identity) refused and logged once
+  std::map<std::string, std::uint64_t> joinsRefused;       // by reason, for /metrics
   NodeReport report{c, nodeLog, memberLog};
   Lifecycle life{c, id, nodeLog, detail::stopRequested(),
                  {.afterRound = [this](Round done) { afterRound(done); },

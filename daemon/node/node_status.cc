@@ -30,6 +30,7 @@ NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   s.incarnation = in.incarnation;
   s.state = in.state;
   s.isolated = in.isolated;
+  if (in.joinsRefused) s.joins_refused = *in.joinsRefused;
   s.endpoint = in.endpoint;
   s.listen = in.zmq->endpoint();
   s.round = in.engine->nextRound();
@@ -168,6 +169,7 @@ NodeMetrics toMetrics(const NodeStatus& s) {
   m.retransmitted = s.retransmitted;
   m.messages_missing = s.messages_missing;
   m.rejected_by_reason = s.rejected_by_reason;
+  m.joins_refused = s.joins_refused;
   m.suspicions = s.suspicions;
   m.refutations = s.refutations;
   m.deaths = s.deaths;

@@ -63,6 +63,7 @@ struct NodeStatus {
   std::uint64_t states_received = 0;
   double compute_seconds = 0;
   std::map<std::string, std::uint64_t> rejected_by_reason;  // every frame refused in this node
+  std::map<std::string, std::uint64_t> joins_refused;       // Joins refused, by reason (/metrics only)
   std::uint64_t rejected = 0;                               // their total
   std::uint64_t disconnects = 0;
   std::uint64_t suspicions = 0, refutations = 0, deaths = 0;
@@ -100,6 +101,7 @@ struct StatusSources {
   double accuracy = -1;
   std::size_t accuracySamples = 0;
   Round lastCheckpoint = 0;                     // what the checkpoint writer last finished
+  const std::map<std::string, std::uint64_t>* joinsRefused = nullptr;
   std::optional<std::uint64_t> lastCheckpointAt;
 };
 NodeStatus collectStatus(const StatusSources& in, std::uint64_t now);

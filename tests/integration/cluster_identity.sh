@@ -51,6 +51,18 @@ wait_for 10 "node 0 to log that it refused the duplicate" grep -q "refused node 
 alive_is 0 2 || fail "node 0 counts $(status_field 0 alive) members after refusing the duplicate, expected 2"
 kill -0 "${NODE_PID[4]}" || fail "node 4 died after its duplicate was refused"
 echo "ok: duplicate node.id refused: $(tail -n 1 "$WORK/dup/log" | sed 's/.*: node.id/node.id/')"
+# The refusals are counted in node 0's /metrics by reason (three identities, at least one duplicate id:
+# each refused node may have retried its Join before it exited).
+metrics() { python3 -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())" "http://127.0.0.1:$(cat "$WORK/node-0/http_port")/metrics"; }
+counted() {
+  metrics | python3 -c "
+import re, sys
+t = sys.stdin.read()
+get = lambda r: float(re.search(r'^gossipd_joins_refused_total\{reason=\"%s\"\} (\S+)$' % r, t, re.M).group(1))
+sys.exit(0 if get('identity') >= 3 and get('duplicate_id') >= 1 else 1)"
+}
+wait_for 10 "node 0's /metrics to count the refused joins by reason" counted
+echo "ok: /metrics: $(metrics | grep '^gossipd_joins_refused_total' | tr '\n' ' ')"
 for id in 0 4; do kill -TERM "${NODE_PID[$id]}"; done
 for id in 0 4; do wait_exit $id 20; done
 echo "ok: both stopped cleanly"

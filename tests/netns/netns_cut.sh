@@ -79,6 +79,12 @@ for i in 0 1 2; do
   if grep -q "declared dead by the cluster; rejoining" "$WORK/node-$i/log"; then fail "node $i rejoined after the heal: it took the cut-off node's verdict"; fi
 done
 echo "ok: only node $CUT rejoined"
+# Informational (issue 28 asks for the counts): per node, the death verdicts it logged and the state
+# transfers it took.
+for ((i = 0; i < N; i++)); do
+  echo "info: node $i: $(grep -c 'declared dead \[' "$WORK/node-$i/log" || true) death verdicts logged," \
+    "$(grep -c 'state transfer done' "$WORK/node-$i/log" || true) state transfers taken"
+done
 
 for ((i = 0; i < N; i++)); do kill -TERM "${NODE_PID[$i]}"; done
 for ((i = 0; i < N; i++)); do wait_exit $i 20; done

@@ -60,6 +60,7 @@ NodeMetrics example(const Histogram* h) {
   m.links = {{"1", 100, 200}, {"2", 300, 400}, {"unknown", 5, 0}};
   m.compression_ratio = 25.5;
   m.rejected_by_reason = {{"late", 2}, {"bad_magic", 1}};
+  m.joins_refused = {{"identity", 3}};
   m.members = {{"1", true, false, 0.125}, {"2", true, true, 1.5}, {"5", false, false, std::nullopt}};
   m.round_duration = h;
   m.checkpoint_age_seconds = 3.5;
@@ -109,6 +110,8 @@ TEST_CASE("every sample belongs to a family announced by HELP and TYPE just befo
     CHECK_MESSAGE(types.count(name), name << " missing");
   CHECK(types["gossipd_round_duration_seconds"] == "histogram");
   CHECK(text.find("gossipd_rejected_messages_total{reason=\"late\"} 2\n") != std::string::npos);
+  CHECK(text.find("gossipd_joins_refused_total{reason=\"identity\"} 3\n") != std::string::npos);
+  CHECK(text.find("gossipd_joins_refused_total{reason=\"duplicate_id\"} 0\n") != std::string::npos);
   CHECK(text.find("gossipd_bytes_sent_total{peer=\"2\"} 300\n") != std::string::npos);
   CHECK(text.find("gossipd_peer_up{peer=\"5\"} 0\n") != std::string::npos);
   CHECK(text.find("gossipd_state{state=\"training\"} 1\n") != std::string::npos);
