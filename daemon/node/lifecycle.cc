@@ -1,9 +1,9 @@
 #include "daemon/node/lifecycle.h"
 
-#include "core/error.h"
-
 #include <algorithm>
 #include <utility>
+
+#include "core/error.h"
 
 namespace gossip::daemon {
 
