@@ -73,9 +73,11 @@
 //  - Partition healing: SWIM never probes the dead, so a node cut off from everyone (its network was
 //    disconnected) declares all others dead while they declare it dead, and nothing would bring them
 //    together again. A joined node whose only live member is itself, but who holds members Dead (not
-//    Left), therefore sends a Join every probe_interval, round-robin to those members and its seeds. The
-//    answer of a member that holds it dead (a JoinReply, which carries that verdict) makes declaredDead()
-//    true and the daemon rejoins as a new incarnation; a member that is really dead answers nothing.
+//    Left), therefore sends a Join every probe_interval, round-robin to those members and its seeds (it
+//    is isolated(): the daemon holds its rounds meanwhile). The answer of a member that holds it dead (a
+//    JoinReply, which carries that verdict and the member's table) is a contested verdict (above): alone,
+//    it loses the comparison, declaredDead() turns true and the daemon rejoins as a new incarnation
+//    through that member; a member that is really dead answers nothing.
 //  - A transport hint (hintUnreachable) starts an extra probe at once: it can lead to suspicion, never
 //    straight to death.
 //  - Pause detection (Lifeguard's local health, simplified): if tick() is not called for more than two
@@ -142,8 +144,9 @@ struct MembershipOptions {
   std::chrono::milliseconds join_retry_initial{200};
   std::chrono::milliseconds join_retry_max{5000};
   // Every recontact_interval, ping one member we hold Dead (not Left) at its last endpoint, carrying that
-  // verdict: after a partition heals, each side learns the other declared it dead and rejoins as a new
-  // incarnation, so the halves merge again. Without it nobody ever speaks to a Dead member. 0: never.
+  // verdict: after a partition heals, each side learns the other declared it dead, the smaller side (the
+  // contested verdicts above) rejoins as new incarnations, and the halves merge again. Without it nobody
+  // ever speaks to a Dead member. 0: never.
   std::chrono::milliseconds recontact_interval{2000};
   // What this node's cluster is (at most kMaxIdentity bytes): sent in every Join, compared byte for byte
   // with every Join received (header comment, "Cluster identity"). Empty matches only empty.
