@@ -408,6 +408,17 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
   };
   for (const auto& rec : m.list)
     if (!deferred(rec)) apply(rec, now, refuted);
+  // The member that answered our Join holds these live: as fresh evidence as hearing them ourselves, for
+  // the second-hand deaths in apply(). Without it, a node back from a healed partition took the stale
+  // "dead" verdicts that the losing side's untold members still gossiped about the winners, and passed
+  // them on: in netns_split 7 of 8 nodes rejoined instead of one island (docs/netns.md).
+  if (kind == kJoinReply && !contested)
+    for (const auto& rec : m.list) {
+      const auto it = members_.find(rec.id);
+      if (rec.id != self_id_ && live(rec.state) && it != members_.end() &&
+          it->second.info.incarnation == rec.incarnation && live(it->second.info.state))
+        it->second.heard = now;
+    }
   // Rumours older than what we know are answered with our record: a node still spreading a suspicion that
   // was refuted (or life of a member that died) is corrected at once, instead of seeding new suspicion
   // timers after the refutation's own retransmissions ran out.

@@ -47,7 +47,8 @@
 //    While a verdict on us is contested, the same message's Dead verdicts on members we hold live are not
 //    applied either: they belong to the other side of the same partition.
 //  - Second-hand deaths of members we hear from: a Dead verdict on member X, heard from someone else while
-//    X itself spoke to us within the last suspicion timeout, becomes a suspicion we hold ourselves: X
+//    X itself spoke to us within the last suspicion timeout (or the JoinReply we joined with listed it
+//    live within that time), becomes a suspicion we hold ourselves: X
 //    refutes it if it is alive, and our own timer declares it dead if not. The verdict came from a node
 //    that could not reach X, which says nothing about us reaching it; taken at once it took every
 //    neighbour from a node of the healed side in tests/netns/netns_split.sh, and that node, alone, ran the

@@ -628,6 +628,35 @@ Bytes joinReplyMsg(const MemberInfo& sender, const std::vector<MemberInfo>& tabl
 
 }  // namespace
 
+TEST_CASE("membership: a second-hand death of a member our JoinReply listed alive is a suspicion") {
+  std::vector<std::pair<PeerId, Bytes>> out;
+  Membership m({1, 1, 0, endpointOf(1), MemberState::Alive}, {endpointOf(2)}, {}, [&](PeerId to, const std::string&, Bytes b) {
+    out.emplace_back(to, std::move(b));
+  }, 1);
+  const MemberInfo two{2, 0, 0, endpointOf(2), MemberState::Alive}, three{3, 0, 0, endpointOf(3), MemberState::Alive},
+      four{4, 0, 0, endpointOf(4), MemberState::Alive};
+  TP t = TP{} + 1s;
+  // Joined (a rejoin as incarnation 1) through node 2, whose table holds 3 and 4 alive.
+  m.receive(2, joinReplyMsg(two, {two, three, four}), t);
+  auto stateOf = [&](PeerId id) {
+    for (const auto& i : m.members())
+      if (i.id == id) return i.state;
+    return MemberState::Left;
+  };
+  REQUIRE(stateOf(3) == MemberState::Alive);
+  // Node 4, of the side that has not heard yet, gossips its stale verdict on 3: a suspicion, not a death.
+  MemberInfo deadThree = three;
+  deadThree.state = MemberState::Dead;
+  m.receive(4, gossipMsg(four, {deadThree}), t + 100ms);
+  CHECK(stateOf(3) == MemberState::Suspect);
+  CHECK(m.stats().deaths_doubted == 1);
+  // Past the suspicion timeout the listing is no evidence any more.
+  MemberInfo deadFour = four;
+  deadFour.state = MemberState::Dead;
+  m.receive(2, gossipMsg(two, {deadFour}), t + m.suspicionTimeout() + 1s);
+  CHECK(stateOf(4) == MemberState::Dead);
+}
+
 TEST_CASE("membership: precedence of updates within and across incarnations") {
   std::vector<Bytes> out;
   Membership m({1, 0, 0, endpointOf(1), MemberState::Alive}, {}, {}, [&](PeerId, const std::string&, Bytes b) {
