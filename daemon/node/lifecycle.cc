@@ -72,6 +72,8 @@ void Lifecycle::startTraining(Round first, std::uint64_t now) {
 // nothing logged (issue 28). A rejoin keeps trying: its cluster existed a moment ago.
 void Lifecycle::waitForSeeds(std::uint64_t now) {
   const std::uint64_t attempts = p_.membership->stats().join_attempts;
+  const bool timedOut = !everJoined_ && now >= since_ + c_.cluster.start_timeout_ms;
+  if (attempts <= unansweredLogged_ + 1 && !timedOut) return;  // the common pass: nothing to say
   std::string seeds;
   for (const auto& s : c_.cluster.seeds) seeds += (seeds.empty() ? "" : ", ") + s;
   if (seeds.empty()) seeds = "the members it knew";
@@ -82,7 +84,7 @@ void Lifecycle::waitForSeeds(std::uint64_t now) {
                            : "; still trying until cluster.start_timeout_ms (" + std::to_string(c_.cluster.start_timeout_ms) +
                                  " ms) has passed");
   }
-  if (!everJoined_ && now >= since_ + c_.cluster.start_timeout_ms)
+  if (timedOut)
     throw UnreachableError("no seed answered within cluster.start_timeout_ms (" + std::to_string(c_.cluster.start_timeout_ms) +
                            " ms; tried " + seeds + " " + std::to_string(attempts) +
                            " times): check cluster.seeds, and that a member of this cluster runs and is reachable there");

@@ -216,13 +216,7 @@ int NodeRuntime::Impl::run() {
 // status.json stayed at "joining" (gossipd health said healthy for 10 s).
 void NodeRuntime::Impl::failOnDisk(const IoError& e) {
   nodeLog->error("{}; leaving the cluster", e.what());
-  life.markStopped();
-  membership->leave();
-  const std::uint64_t until = msSince(t0) + 200;  // the leave's moment on the wire, as in stop()
-  while (msSince(t0) < until) {
-    pumpIncoming(msSince(t0));
-    zmq->waitReadable(std::chrono::milliseconds(10));
-  }
+  announceLeave(msSince(t0));
   writeStatus(msSince(t0), true);
   const Round last = checkpointWriter->written().round;
   throw ConfigError(std::string(e.what()) + "; the node left the cluster. Free space (or fix the permissions) in node.data_dir '" +
@@ -261,16 +255,20 @@ int NodeRuntime::Impl::loop() {
   }
 }
 
-int NodeRuntime::Impl::stop(std::uint64_t now, bool checkpointed) {
-  if (!checkpointed && life.state() == NodeState::Training && !engine->inRound()) checkpoint(engine->nextRound());
+// Stopped, the leave announced, and 200 ms for it on the wire (the transport's linger flushes the rest).
+void NodeRuntime::Impl::announceLeave(std::uint64_t now) {
   life.markStopped();
   membership->leave();
-  // Give the leave announcement a moment on the wire (the transport's linger flushes the rest).
   const std::uint64_t until = now + 200;
   while (msSince(t0) < until) {
     pumpIncoming(msSince(t0));
     zmq->waitReadable(std::chrono::milliseconds(10));
   }
+}
+
+int NodeRuntime::Impl::stop(std::uint64_t now, bool checkpointed) {
+  if (!checkpointed && life.state() == NodeState::Training && !engine->inRound()) checkpoint(engine->nextRound());
+  announceLeave(now);
   checkpointWriter->drain();  // the last checkpoint and model files are on disk before we say so
   writeStatus(msSince(t0), true);
   nodeLog->info("{} at round {}, loss {:.4f}{}, sent {:.2f} MB", nodeStateName(life.state()), engine->nextRound(),

@@ -133,6 +133,7 @@ struct NodeRuntime::Impl {
   void onRefusals();
   void checkClusterFile();  // node.data_dir's `cluster` file against this configuration's identity
   int loop();                                  // run()'s loop
+  void announceLeave(std::uint64_t now);       // stop() and failOnDisk(): Stopped, leave, 200 ms on the wire
   [[noreturn]] void failOnDisk(const IoError& e);  // logs the Joins we refused; throws RefusedError when a member refused ours
   void afterRound(Round done);
   void finish(NodeState end);
