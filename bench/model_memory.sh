@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Memory per model parameter and the daemon's own work per round with a large model, through the trainer
+# bridge (issue 29, docs/results.md §13). NODES daemons on a ring (`gossipd cluster`), each with the trainer
+# bench/model_trainer.py beside it (a flat float32 model of DIM parameters, a step of one pass over it).
+#   pss_bytes_per_param_steady  median over the samples taken from round FROM on of the daemon's PSS / DIM,
+#                               averaged over the nodes. PSS, not RSS: the model's shared memory is split
+#                               between the daemon and its trainer instead of being counted twice.
+#   pss_bytes_per_param_peak    the largest PSS sample (every 0.2 s) of any node / DIM
+#   hwm_rss_bytes_per_param     the kernel's peak RSS (VmHWM) of the largest node / DIM: an upper bound of the
+#                               peak that sampling may miss; it counts the whole shared memory the daemon touched
+#   work_ms_per_round           node 0's algorithm compute plus its trainer copies per round (status.json's
+#                               compute_seconds + trainer_copy_seconds, rounds FROM..TO): the daemon's work
+#                               outside the network
+#   memcpy_ms                   np.copyto of a float32 model of DIM, measured by node 0's trainer in this run
+#   work_memcpys                work_ms_per_round / memcpy_ms
+#   round_ms                    node 0's wall time per round over the same rounds
+# Usage: bench/model_memory.sh BUILD_DIR [OUT.json]; env DIM (20000000), NODES (2), ALGO (dpsgd), COMP (fp32),
+# RATIO (0.01, for topk), MODE (model; gradient for lead), ROUNDS (24), FROM (6), TO (20), CKPT (10: rounds
+# between checkpoints, 0 = none).
+set -euo pipefail
+BUILD=$(realpath "$1")
+GOSSIPD=$BUILD/daemon/gossipd
+OUT=${2:-bench/results/model_memory.json}
+HERE=$(cd "$(dirname "$0")" && pwd)
+DIM=${DIM:-20000000}; NODES=${NODES:-2}; ALGO=${ALGO:-dpsgd}; COMP=${COMP:-fp32}; RATIO=${RATIO:-0.01}
+MODE=${MODE:-model}; ROUNDS=${ROUNDS:-24}; FROM=${FROM:-6}; TO=${TO:-20}; CKPT=${CKPT:-10}
+W=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; sleep 0.5; rm -rf "$W"' EXIT
+"$GOSSIPD" cluster --nodes "$NODES" --dir "$W/cl" --no-restart \
+  --set trainer.enable=true --set trainer.mode="$MODE" --set algorithm.name="$ALGO" \
+  --set compressor.name="$COMP" --set compressor.ratio="$RATIO" --set cluster.topology=ring \
+  --set algorithm.rounds="$ROUNDS" --set algorithm.lr=0.01 --set algorithm.round_timeout_ms=600000 \
+  --set node.checkpoint_every="$CKPT" --set monitor.status_every_ms=100 >"$W/cl.log" 2>&1 &
+cluster=$!
+for ((i = 0; i < NODES; i++)); do
+  until [ -S "$W/cl/node-$i/trainer.sock" ]; do
+    kill -0 $cluster 2>/dev/null || { echo "model_memory: the cluster exited before node $i's trainer socket" >&2; cat "$W/cl.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  SEED=1 /usr/bin/python3 "$HERE/model_trainer.py" "$W/cl/node-$i" "$DIM" >"$W/trainer-$i.log" 2>&1 &
+done
+pids=()
+for ((i = 0; i < NODES; i++)); do pids+=("$(pgrep -P $cluster -f "node\.id=$i( |$)" | head -1)"); done
+/usr/bin/python3 - "$W" "$OUT" "$DIM" "$FROM" "$TO" "$cluster" "${pids[@]}" <<'PY'
+import json, os, statistics, sys, time
+w, out, dim, frm, to, cluster = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+pids = [int(p) for p in sys.argv[7:]]
+def kb(pid, path, key):
+    for line in open(f"/proc/{pid}/{path}"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+steady, peak, hwm, marks = [[] for _ in pids], [0] * len(pids), [0] * len(pids), {}
+deadline = time.time() + 3600
+while True:
+    if time.time() > deadline: sys.exit("model_memory: timed out")
+    try:
+        st = json.load(open(f"{w}/cl/node-0/status.json"))
+    except (OSError, ValueError):
+        st = {"round": -1}
+    r = st.get("round", -1)
+    for k in (frm, to):
+        if r >= k and k not in marks:
+            marks[k] = (r, st["seconds"], st["compute_seconds"], st.get("trainer_copy_seconds", 0.0))
+    alive = False
+    for n, pid in enumerate(pids):
+        try:
+            p = kb(pid, "smaps_rollup", "Pss")
+            hwm[n] = max(hwm[n], kb(pid, "status", "VmHWM"))
+        except OSError:
+            continue
+        alive = True
+        peak[n] = max(peak[n], p)
+        if r >= frm and st.get("state") != "done":
+            steady[n].append(p)
+    if not alive or to in marks and st.get("state") == "done":
+        break
+    time.sleep(0.2)
+if frm not in marks or to not in marks:
+    sys.exit(f"model_memory: node 0 did not reach round {to} (status {st})")
+memcpy = None
+for line in open(f"{w}/trainer-0.log"):
+    if line.startswith("memcpy_ms"):
+        memcpy = float(line.split()[1])
+(r1, s1, c1, k1), (r2, s2, c2, k2) = marks[frm], marks[to]
+n = r2 - r1
+work = 1000 * ((c2 - c1) + (k2 - k1)) / n
+res = {"dim": dim, "nodes": len(pids), "algorithm": os.environ.get("ALGO", "dpsgd"),
+       "compressor": os.environ.get("COMP", "fp32"), "mode": os.environ.get("MODE", "model"),
+       "pss_bytes_per_param_steady": round(statistics.mean(statistics.median(s) for s in steady if s) / dim, 2),
+       "pss_bytes_per_param_peak": round(max(peak) / dim, 2),
+       "hwm_rss_bytes_per_param": round(max(hwm) / dim, 2),
+       "work_ms_per_round": round(work, 2), "compute_ms_per_round": round(1000 * (c2 - c1) / n, 2),
+       "copy_ms_per_round": round(1000 * (k2 - k1) / n, 2), "memcpy_ms": memcpy,
+       "work_memcpys": round(work / memcpy, 2) if memcpy else None,
+       "round_ms": round(1000 * (s2 - s1) / n, 1), "rounds_measured": n}
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+json.dump(res, open(out, "w"), indent=1)
+print(json.dumps(res))
+PY
+wait $cluster || { echo "model_memory: the cluster failed" >&2; tail -5 "$W/cl.log" >&2; exit 1; }
