@@ -74,7 +74,8 @@ fuzz: build-fuzz
 
 # `make test`: the unit tests and the integration tests not labelled `long`, in the release build: one
 # compile of the tree (the budget: under 15 minutes from a clean clone on a quiet 2-core machine).
-# `make test-long`: the same unit tests again under ASan+UBSan (a second compile of them), the threaded
+# `make test-long`: the same unit tests again under ASan+UBSan (a second compile of them, with float64 state:
+# the exact methods' machine-precision checks, core/real.h), the threaded
 # code's tests under ThreadSanitizer (the engine, transport, membership, membership thread and parameter
 # copies), the slow multi-process tests (label `long`: network namespaces, a real Prometheus, headless
 # Chromium, trainers under kill -9) and every fuzz target for a short smoke run (FUZZ_SMOKE_SECONDS each,

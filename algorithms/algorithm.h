@@ -133,11 +133,11 @@ class Algorithm {
 
   // Public state a new neighbour must copy once, in full precision, to create its replica of this node
   // (CHOCO: x_hat_i; LEAD: h_i). Empty for stateless methods.
-  virtual std::vector<double> publicState() const { return {}; }
+  virtual std::vector<Real> publicState() const { return {}; }
   // Creates the edge state for neighbour j, given j's publicState() (empty for stateless methods).
   // ProtocolError if any edge to j.id exists: a restarted neighbour is dropEdge(old) + addEdge(new), never
   // an overwrite (an overwrite would leave the old edge's dual share inside d_i).
-  virtual void addEdge(EdgeKey /*j*/, std::span<const double> /*neighbourPublic*/) {}
+  virtual void addEdge(EdgeKey /*j*/, std::span<const Real> /*neighbourPublic*/) {}
   // Drops the edge only if its key matches exactly (a late drop of an old life must not kill the new
   // edge). An unknown key is a no-op.
   virtual void dropEdge(EdgeKey /*j*/) {}

@@ -43,7 +43,7 @@ void Choco::apply(Round t, std::span<const Incoming> msgs, const topology::Mixin
   // First bring every replica up to date, then mix with the updated hats.
   for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
   const double total = detail::replicaSum(edges_, row, scratch_);
-  disagreement_ = (total * hat_ - scratch_).norm();
+  disagreement_ = training::norm64(total * hat_ - scratch_);
   x_ += gamma_ * (scratch_ - total * hat_);
   proxL1(x_, lr_ * p_.l1);
   if (p_.gamma_adapt) adaptGamma(t);
@@ -53,7 +53,7 @@ void Choco::adaptGamma(Round t) {
   if (!std::isfinite(disagreement_)) return;
   windowSum_ += disagreement_ * disagreement_;
   if (++windowCount_ < kGammaWindow) return;
-  const double norm2 = x_.squaredNorm();
+  const double norm2 = training::squaredNorm64(x_);
   const double relative = norm2 > 0 ? windowSum_ / kGammaWindow / norm2 : std::nan("");
   windowSum_ = 0;
   windowCount_ = 0;
@@ -62,9 +62,9 @@ void Choco::adaptGamma(Round t) {
   watch_ = freshWatch();  // judge the new step afresh
 }
 
-std::vector<double> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
+std::vector<Real> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
 
-void Choco::addEdge(EdgeKey j, std::span<const double> pub) {
+void Choco::addEdge(EdgeKey j, std::span<const Real> pub) {
   detail::addReplica(edges_, "choco", j, pub, hat_.size());
 }
 

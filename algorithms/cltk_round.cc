@@ -53,7 +53,7 @@ void CltkRound::prepare(Round t, const Vec& g, double lr, compress::Encoded& out
   forward_.clear();
 }
 
-void CltkRound::addEdge(EdgeKey j, std::span<const double> pub) {
+void CltkRound::addEdge(EdgeKey j, std::span<const Real> pub) {
   inner_->addEdge(j, pub);
   announceCurrent_ = p_.cltk_delay + 1;
 }

@@ -48,7 +48,7 @@ void Codistill::apply(Round t, std::span<const Incoming> msgs, const topology::M
   for (const auto& [j, w] : row.neighbors) detail::decodeAdd(c_, *detail::findMessage(msgs, j), edges_.at(j).hat, 1.0);
   // How far this node's public model is from its neighbours' (the disagreement the runtime reports).
   const double total = detail::replicaSum(edges_, row, scratch_);
-  disagreement_ = (total * hat_ - scratch_).norm();
+  disagreement_ = training::norm64(total * hat_ - scratch_);
   useRowAsTeachers(row);
 }
 
@@ -57,7 +57,7 @@ void Codistill::useRowAsTeachers(const topology::MixingRow& row) {
   for (const auto& [j, w] : row.neighbors) teachers_.push_back(&edges_.at(j).hat);
 }
 
-std::vector<double> Codistill::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
+std::vector<Real> Codistill::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
 
 const Vec& Codistill::copyOf(PeerId j) const {
   auto it = edges_.find(j);
@@ -65,7 +65,7 @@ const Vec& Codistill::copyOf(PeerId j) const {
   return it->second.hat;
 }
 
-void Codistill::addEdge(EdgeKey j, std::span<const double> pub) {
+void Codistill::addEdge(EdgeKey j, std::span<const Real> pub) {
   detail::addReplica(edges_, "codistill", j, pub, hat_.size());
 }
 

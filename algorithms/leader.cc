@@ -154,8 +154,8 @@ void LeaderPull<Base>::apply(Round t, std::span<const Incoming> msgs, const topo
     const Parsed& r = parsed_[*copy];
     copy_.resize(static_cast<std::size_t>(x_.size()));
     std::memcpy(copy_.data(), r.copy, copy_.size() * sizeof(float));
-    copyVec_ = Eigen::Map<const Eigen::VectorXf>(copy_.data(), x_.size()).cast<double>();
-    x_ -= p_.leader_global_pull * (x_ - copyVec_);
+    copyVec_ = Eigen::Map<const Eigen::VectorXf>(copy_.data(), x_.size()).cast<Real>();
+    x_ -= static_cast<Real>(p_.leader_global_pull) * (x_ - copyVec_);
     copyEpoch_ = r.copyEpoch;
     taken_ = true;
     relay_ = true;

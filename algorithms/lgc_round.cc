@@ -54,7 +54,7 @@ void LgcRound::prepare(Round t, const Vec& g, double lr, compress::Encoded& out)
   if (announce_ > 0) --announce_;
 }
 
-void LgcRound::addEdge(EdgeKey j, std::span<const double> pub) {
+void LgcRound::addEdge(EdgeKey j, std::span<const Real> pub) {
   inner_->addEdge(j, pub);
   announce_ = p_.lgc_delay + 1;
 }

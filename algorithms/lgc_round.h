@@ -45,7 +45,7 @@ class LgcRound final : public CodecRound {
 
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
-  void addEdge(EdgeKey j, std::span<const double> pub) override;
+  void addEdge(EdgeKey j, std::span<const Real> pub) override;
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
 

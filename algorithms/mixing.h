@@ -26,11 +26,11 @@ inline std::optional<std::span<const std::byte>> findMessage(std::span<const Inc
 // out = decode(payload) (out is overwritten, keeps its size).
 inline void decodeInto(const compress::Compressor& c, std::span<const std::byte> payload, Vec& out) {
   out.setZero();
-  c.decodeAdd(payload, std::span<double>(out.data(), static_cast<std::size_t>(out.size())), 1.0);
+  c.decodeAdd(payload, std::span<Real>(out.data(), static_cast<std::size_t>(out.size())), 1.0);
 }
 
 inline void decodeAdd(const compress::Compressor& c, std::span<const std::byte> payload, Vec& acc, double scale) {
-  c.decodeAdd(payload, std::span<double>(acc.data(), static_cast<std::size_t>(acc.size())), scale);
+  c.decodeAdd(payload, std::span<Real>(acc.data(), static_cast<std::size_t>(acc.size())), scale);
 }
 
 // acc += scale * decode(m), with a decode failure reported as RejectedMessage naming the sender. The codecs
@@ -108,6 +108,6 @@ auto incarnationLookup(const EdgeMap& edges) {
   };
 }
 
-inline std::span<const double> view(const Vec& v) { return {v.data(), static_cast<std::size_t>(v.size())}; }
+inline std::span<const Real> view(const Vec& v) { return {v.data(), static_cast<std::size_t>(v.size())}; }
 
 }  // namespace gossip::algo::detail

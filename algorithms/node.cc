@@ -42,8 +42,8 @@ void Node::diverged(Round t, const char* what) const {
 // the squared norm non-finite, and so does a norm above ~1e154, far beyond what any codec can carry (the
 // wire is at most fp32, max 3.4e38), so both cases are a diverged run.
 void Node::checkFinite(Round t) const {
-  if (!std::isfinite(algo_->x().squaredNorm())) diverged(t, "the model became non-finite");
-  if (!std::isfinite(g_.squaredNorm())) diverged(t, "the gradient became non-finite");
+  if (!std::isfinite(training::squaredNorm64(algo_->x()))) diverged(t, "the model became non-finite");
+  if (!std::isfinite(training::squaredNorm64(g_))) diverged(t, "the gradient became non-finite");
 }
 
 void Node::startStep(Round t) {
@@ -110,7 +110,7 @@ void Node::endConsensusRound(std::span<const Incoming> msgs, const topology::Mix
   // Every message is decoded into acc_ before x changes: a payload that does not decode throws
   // RejectedMessage with x untouched, as in the methods' own apply.
   const double selfWeight = detail::mixArrived(*exact_, msgs, row, acc_);
-  consensusDisagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
+  consensusDisagreement_ = training::norm64((1.0 - selfWeight) * own_ - acc_);
   consensusMixed_ = true;
   algo_->x() = acc_ + selfWeight * own_;
 }

@@ -55,15 +55,15 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
     e.e += scratch_;
     d_ += scratch_;
   }
-  disagreement_ = mix_.norm();
+  disagreement_ = training::norm64(mix_);
   x_ -= step_ + eta_ * d_;
   proxL1(x_, eta_ * p_.l1);
   h_ = (1.0 - a) * h_ + a * yhat_;
 }
 
-std::vector<double> PrimalDual::publicState() const { return {h_.data(), h_.data() + h_.size()}; }
+std::vector<Real> PrimalDual::publicState() const { return {h_.data(), h_.data() + h_.size()}; }
 
-void PrimalDual::addEdge(EdgeKey j, std::span<const double> pub) {
+void PrimalDual::addEdge(EdgeKey j, std::span<const Real> pub) {
   // An overwrite would leave the old e_ij inside d_i and break sum_i d_i = 0.
   if (edges_.count(j.id))
     throw ProtocolError(name_ + ": an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");

@@ -6,7 +6,8 @@ namespace gossip::algo {
 
 inline void proxL1(training::Vec& x, double t) {
   if (t <= 0.0) return;
-  x = x.unaryExpr([t](double v) { return v > t ? v - t : (v < -t ? v + t : 0.0); });
+  const auto th = static_cast<Real>(t);
+  x = x.unaryExpr([th](Real v) { return v > th ? v - th : (v < -th ? v + th : Real(0)); });
 }
 
 }  // namespace gossip::algo

@@ -21,7 +21,7 @@ using ReplicaEdges = std::map<PeerId, ReplicaEdge>;  // at most one edge per nei
 
 // Adds the edge to j from its public state. ProtocolError if an edge to j.id exists (a restarted neighbour
 // is dropped first) or the state has the wrong dimension.
-inline void addReplica(ReplicaEdges& edges, std::string_view who, EdgeKey j, std::span<const double> pub, Eigen::Index dim) {
+inline void addReplica(ReplicaEdges& edges, std::string_view who, EdgeKey j, std::span<const Real> pub, Eigen::Index dim) {
   if (edges.count(j.id))
     throw ProtocolError(std::string(who) + ": an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
   if (pub.size() != static_cast<std::size_t>(dim))

@@ -30,7 +30,7 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
   // built in acc_ (same operations as before, in the same order) and only swapped in once all decoded.
   const double selfWeight = detail::mixArrived(c_, msgs, row, acc_);
   // acc_ = sum_{j arrived} w_ij x_j, so x_i - sum_j w_ij x_j = (1 - selfWeight) x_i - acc_ (missing: x_j = x_i).
-  disagreement_ = ((1.0 - selfWeight) * own_ - acc_).norm();
+  disagreement_ = training::norm64((1.0 - selfWeight) * own_ - acc_);
   x_.swap(acc_);
   x_ += selfWeight * own_ - step_;
   if (pullTo) x_ -= pull * (own_ - *pullTo);
@@ -71,7 +71,7 @@ void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& o
   x_ -= lr * g;  // x_half
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   // v = x_half + delta; c = C(v) into out and own_; delta updated.
-  ef_.compress(detail::view(x_), rng, out, std::span<double>(own_.data(), static_cast<std::size_t>(own_.size())));
+  ef_.compress(detail::view(x_), rng, out, std::span<Real>(own_.data(), static_cast<std::size_t>(own_.size())));
   lr_ = lr;
 }
 
@@ -90,7 +90,7 @@ void DeepSqueeze::mix(std::span<const Incoming> msgs, const topology::MixingRow&
     }
   }
   // acc_ - x_half = eta sum_{j arrived} w_ij c_j, and the mix moves x by eta sum_j w_ij (c_j - c_i).
-  disagreement_ = (present * own_ - (acc_ - x_) / p_.eta).norm();
+  disagreement_ = training::norm64(present * own_ - (acc_ - x_) / p_.eta);
   x_.swap(acc_);
   x_ -= (p_.eta * present) * own_;
   if (pullTo) x_ -= pull * (own_ - *pullTo);
@@ -113,9 +113,9 @@ void DeepSqueeze::writeState(ByteWriter& w) const {
 }
 
 DeepSqueeze::State DeepSqueeze::readState(ByteReader& r) const {
-  State s{Vec(x_.size()), std::vector<double>(ef_.memory().size())};
+  State s{Vec(x_.size()), std::vector<Real>(ef_.memory().size())};
   training::getVecInto(r, s.x, "deepsqueeze x");
-  serial::getArrayInto(r, std::span<double>(s.memory), "deepsqueeze error memory");
+  serial::getArrayInto(r, std::span<Real>(s.memory), "deepsqueeze error memory");
   return s;
 }
 

@@ -68,7 +68,7 @@ class DeepSqueeze : public Algorithm {
   void mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull);
   struct State {
     Vec x;
-    std::vector<double> memory;
+    std::vector<Real> memory;
   };
   void writeState(ByteWriter& w) const;
   State readState(ByteReader& r) const;

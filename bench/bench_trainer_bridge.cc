@@ -158,7 +158,7 @@ class InlineRig {
       zmq::message_t id, body;
       (void)router_.recv(id);
       (void)router_.recv(body);
-      model_ = Eigen::Map<const Eigen::VectorXf>(static_cast<const float*>(body.data()), static_cast<Eigen::Index>(dim_)).cast<double>();
+      model_ = Eigen::Map<const Eigen::VectorXf>(static_cast<const float*>(body.data()), static_cast<Eigen::Index>(dim_)).cast<gossip::Real>();
       zmq::message_t reply(dim_ * 4);
       Eigen::Map<Eigen::VectorXf>(static_cast<float*>(reply.data()), static_cast<Eigen::Index>(dim_)) = model_.cast<float>();
       router_.send(id, zmq::send_flags::sndmore);
@@ -198,7 +198,7 @@ int main(int argc, char** argv) try {
   {
     std::vector<float> a(o.dim, 0.5f), b(o.dim, 0.0f);
     Vec x = Vec::Zero(static_cast<Eigen::Index>(o.dim));
-    const std::span<double> xs(x.data(), o.dim);
+    const std::span<gossip::Real> xs(x.data(), o.dim);
     ShmRig shm1(dir / "one", o.dim, 1, 0);
     ShmRig shm(dir / "many", o.dim, threads, 1);
     InlineRig inl(dir, o.dim);
@@ -221,16 +221,16 @@ int main(int argc, char** argv) try {
         for (auto& h : helpers) h.join();
       });
       timed(eigenMs, [&] {
-        x = Eigen::Map<const Eigen::VectorXf>(a.data(), static_cast<Eigen::Index>(o.dim)).cast<double>();
+        x = Eigen::Map<const Eigen::VectorXf>(a.data(), static_cast<Eigen::Index>(o.dim)).cast<gossip::Real>();
         Eigen::Map<Eigen::VectorXf>(b.data(), static_cast<Eigen::Index>(o.dim)) = x.cast<float>();
       });
       timed(convert1Ms, [&] {
-        gossip::daemon::widenInto(a, xs, 1);
-        gossip::daemon::narrowInto(xs, b, 1);
+        gossip::daemon::convertInto(std::span<const float>(a), xs, 1);
+        gossip::daemon::convertInto(std::span<const gossip::Real>(xs), std::span<float>(b), 1);
       });
       timed(convertMs, [&] {
-        gossip::daemon::widenInto(a, xs, threads);
-        gossip::daemon::narrowInto(xs, b, threads);
+        gossip::daemon::convertInto(std::span<const float>(a), xs, threads);
+        gossip::daemon::convertInto(std::span<const gossip::Real>(xs), std::span<float>(b), threads);
       });
       shm1Ms.push_back(shm1.round(static_cast<gossip::Round>(r)));
       shmMs.push_back(shm.round(static_cast<gossip::Round>(r)));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compressors/compressor.h"
+#include "core/real.h"
 
 namespace gossip::compress {
 
@@ -21,18 +22,18 @@ class ErrorFeedback {
 
   // Encodes m + x into out, writes the decoded compressed value c into `decoded` (same length as x),
   // and updates the memory. `decoded` is exactly what receivers will reconstruct.
-  void compress(std::span<const double> x, Rng& rng, Encoded& out, std::span<double> decoded);
+  void compress(std::span<const Real> x, Rng& rng, Encoded& out, std::span<Real> decoded);
 
-  std::span<const double> memory() const { return memory_; }
+  std::span<const Real> memory() const { return memory_; }
   // Restores a checkpointed memory; m.size() must equal the dimension.
-  void setMemory(std::span<const double> m);
+  void setMemory(std::span<const Real> m);
   void reset();
 
  private:
   const Compressor& c_;
   double beta_;
-  std::vector<double> memory_;
-  std::vector<double> p_;
+  std::vector<Real> memory_;
+  std::vector<Real> p_;
 };
 
 }  // namespace gossip::compress

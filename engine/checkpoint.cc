@@ -9,6 +9,7 @@
 
 #include "core/crc32c.h"
 #include "core/error.h"
+#include "core/real.h"
 
 namespace gossip::engine {
 
@@ -16,6 +17,10 @@ namespace {
 
 constexpr char kMagic[8] = {'G', 'S', 'P', 'D', 'C', 'K', 'P', 'T'};
 constexpr std::size_t kHeaderCrcOffset = 28;
+// flags bit 0: the body's state vectors are float32 (core/real.h). Files of earlier releases, which kept float64
+// state, have no flag set, so they read as float64 without a format version change.
+constexpr std::uint32_t kFlagFloat32State = 1;
+constexpr std::uint32_t kOwnFlags = kRealIsDouble ? 0 : kFlagFloat32State;
 
 struct Header {
   std::uint64_t body_bytes;
@@ -44,7 +49,13 @@ Header parseHeader(std::span<const std::byte> file, const std::string& name) {
     bad(name, "unknown format version " + std::to_string(version) + " (this build reads " +
                   std::to_string(kCheckpointVersion) + ")");
   if (header_crc != crc32c(file.first(kHeaderCrcOffset))) bad(name, "header checksum mismatch");
-  if (flags != 0) bad(name, "unknown flags " + std::to_string(flags));
+  if ((flags & ~kFlagFloat32State) != 0) bad(name, "unknown flags " + std::to_string(flags));
+  if (flags != kOwnFlags) {
+    const char* theirs = (flags & kFlagFloat32State) != 0 ? "float32" : "float64";
+    bad(name, std::string("its state is ") + theirs + " and this gossipd keeps " + kRealName +
+                  " state (docs/algorithms.md, \"Precision\"): resume it with a " + theirs + " build (cmake -DGOSSIP_STATE_FLOAT64=" +
+                  (kRealIsDouble ? "OFF" : "ON") + "), or start this node in a new node.data_dir");
+  }
   return h;
 }
 
@@ -101,7 +112,7 @@ Bytes encodeHeader(std::span<const std::byte> body) {
   ByteWriter w(out);
   std::memcpy(w.reserveTail(sizeof kMagic), kMagic, sizeof kMagic);
   w.put<std::uint32_t>(kCheckpointVersion);
-  w.put<std::uint32_t>(0);
+  w.put<std::uint32_t>(kOwnFlags);
   w.put<std::uint64_t>(body.size());
   w.put<std::uint32_t>(crc32c(body));
   w.put<std::uint32_t>(crc32c(out));

@@ -6,13 +6,13 @@
 //   off size
 //    0   8  magic "GSPDCKPT"
 //    8   4  format version (kCheckpointVersion)
-//   12   4  flags (0)
+//   12   4  flags: bit 0 set = the body's state is float32 (core/real.h), clear = float64 (all earlier files)
 //   16   8  body length N
 //   24   4  crc32c of the body
 //   28   4  crc32c of bytes 0..27
 //   32   N  body
 // readCheckpoint checks the file size against N before allocating, then both checksums, and throws
-// DataError naming the file and what is wrong (truncated, bad magic, unknown version, checksum mismatch).
+// DataError naming the file and what is wrong (truncated, bad magic, unknown version, checksum mismatch, state of the other precision).
 //
 // writeCheckpoint: write to "<path>.tmp", fsync it, rename over <path>, fsync the directory, so a crash
 // at any moment leaves either the old or the new file, never a torn one.

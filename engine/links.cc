@@ -353,10 +353,10 @@ void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
       if (!l || !l->scheduled || h.round != l->start) return reject("unwanted_edge");
       if (l->open || l->peerPublic) return ++stats_.duplicates, void();
       ByteReader r(payload, "edge-open payload");
-      auto pub = serial::getArray<double>(r);
+      auto pub = serial::getArray<Real>(r);
       r.expectEnd();
       if (pub.size() != static_cast<std::size_t>(node_->algorithm().x().size())) return reject("wrong_dimension");
-      for (double v : pub)
+      for (Real v : pub)
         if (!std::isfinite(v)) return reject("non_finite");
       l->peerPublic = std::move(pub);
       return;
@@ -425,7 +425,7 @@ void NodeEngine::capturePublic(Round t) {
   const bool starts = std::any_of(links_.begin(), links_.end(),
                                   [&](const auto& kv) { return kv.second.scheduled && kv.second.start == t; });
   if (!starts) return;
-  roundPublic_ = std::make_shared<const Bytes>(doublesPayload(node_->algorithm().publicState()));
+  roundPublic_ = std::make_shared<const Bytes>(realsPayload(node_->algorithm().publicState()));
 }
 
 void NodeEngine::linkedBegin(Round t, FrameHeader h) {

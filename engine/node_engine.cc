@@ -32,7 +32,7 @@ constexpr std::uint32_t kEngineTag = serial::fourcc("ENGN");
 
 }  // namespace
 
-Bytes NodeEngine::doublesPayload(std::span<const double> v) {
+Bytes NodeEngine::realsPayload(std::span<const Real> v) {
   Bytes b;
   ByteWriter w(b);
   serial::putArray(w, v);
@@ -94,7 +94,7 @@ void NodeEngine::setView(std::shared_ptr<const ViewGraph> vg, Round round) {
   const auto pub = algo.publicState();
   for (const auto& [j, inc] : want) {
     const bool isOpen = std::binary_search(open.begin(), open.end(), algo::EdgeKey{j, inc});
-    if (!isOpen) sendControl(j, FrameKind::EdgeOpen, round, doublesPayload(pub));
+    if (!isOpen) sendControl(j, FrameKind::EdgeOpen, round, realsPayload(pub));
   }
   wanted_ = std::move(want);
 }
@@ -134,9 +134,9 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       if (std::binary_search(open.begin(), open.end(), algo::EdgeKey{h.sender, h.incarnation}))
         return reject("duplicate_edge");
       ByteReader r(payload, "edge-open payload");
-      const auto pub = serial::getArray<double>(r);
+      const auto pub = serial::getArray<Real>(r);
       r.expectEnd();
-      for (double v : pub)
+      for (Real v : pub)
         if (!std::isfinite(v)) return reject("non_finite");
       try {
         algo.addEdge({h.sender, h.incarnation}, pub);

@@ -187,7 +187,7 @@ class NodeEngine {
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
   void sendState(PeerId to, Round round);  // our model, as State chunks continuing at `round`
   void receiveStateChunk(const FrameHeader& h, const Bytes& payload);
-  static Bytes doublesPayload(std::span<const double> v);
+  static Bytes realsPayload(std::span<const Real> v);
   const Member* member(PeerId id) const;
   // linked mode (engine/links.cc)
   struct Sent {  // a frame kept until the peer acknowledges its round (replica methods)
@@ -208,7 +208,7 @@ class NodeEngine {
     std::uint64_t retryAt = 0;      // proposer: when to propose again after a decline (ms)
     Round start = 0;
     Round end = kNoRound;           // first round not mixed
-    std::optional<std::vector<double>> peerPublic;  // EdgeOpen(start) payload, until the edge opens
+    std::optional<std::vector<Real>> peerPublic;  // EdgeOpen(start) payload, until the edge opens
     bool open = false;              // addEdge done
     Round acked = kNoRound;         // highest round the peer acknowledged (kNoRound: none)
     std::vector<Sent> unacked;
@@ -251,7 +251,7 @@ class NodeEngine {
     PeerId from = 0;
     Round round = 0;
     std::uint32_t crc = 0;         // crc32c of the whole model (little-endian doubles), in every chunk
-    std::vector<double> x;
+    std::vector<Real> x;
     std::vector<bool> have;        // by value index
     std::size_t missing = 0;       // values still to come
   };

@@ -18,7 +18,7 @@
 namespace gossip::engine {
 
 namespace {
-std::uint32_t modelCrc(std::span<const double> x) { return crc32c(std::as_bytes(x)); }
+std::uint32_t modelCrc(std::span<const Real> x) { return crc32c(std::as_bytes(x)); }
 }  // namespace
 
 void NodeEngine::setStateChunk(std::size_t values) {
@@ -28,7 +28,7 @@ void NodeEngine::setStateChunk(std::size_t values) {
 
 void NodeEngine::sendState(PeerId to, Round round) {
   const auto& model = node_->algorithm().x();
-  const std::span<const double> x(model.data(), static_cast<std::size_t>(model.size()));
+  const std::span<const Real> x(model.data(), static_cast<std::size_t>(model.size()));
   const std::uint32_t crc = modelCrc(x);
   ++stats_.states_sent;
   // A model of dimension 0 still gets one (empty) chunk so the requester learns the round.
@@ -51,18 +51,18 @@ void NodeEngine::receiveStateChunk(const FrameHeader& h, const Bytes& payload) {
   const auto dim = r.get<std::uint64_t>();
   const auto at = r.get<std::uint64_t>();
   const auto crc = r.get<std::uint32_t>();
-  auto values = serial::getArray<double>(r);
+  auto values = serial::getArray<Real>(r);
   r.expectEnd();
   auto& mine = node_->algorithm().x();
   const auto n = static_cast<std::size_t>(mine.size());
   if (dim != n) return reject("wrong_dimension");
   // Chunks are placed by their first value index; any chunking the sender chose assembles the same way.
   if (at > n || values.size() > n - at || (n > 0 && values.empty())) return reject("bad_state_chunk");
-  for (double v : values)
+  for (Real v : values)
     if (!std::isfinite(v)) return reject("non_finite");
   if (!assembly_ || assembly_->from != h.sender || assembly_->round != h.round || assembly_->crc != crc) {
     // A chunk of another answer (another peer, round or model) starts the assembly afresh.
-    assembly_ = StateAssembly{.from = h.sender, .round = h.round, .crc = crc, .x = std::vector<double>(n),
+    assembly_ = StateAssembly{.from = h.sender, .round = h.round, .crc = crc, .x = std::vector<Real>(n),
                               .have = std::vector<bool>(n, false), .missing = n};
   }
   auto& a = *assembly_;

@@ -243,7 +243,7 @@ EvalRecord Simulator::evaluate(Round t, bool last) {
   for (auto& [id, node] : nodes_) {
     const Vec& x = node->engine->node().algorithm().x();
     r.loss += s_.model->lossAndGrad(x, *s_.train, s_.partition[id], grad) + l1 * x.lpNorm<1>();
-    r.consensus_distance += (x - xbar).squaredNorm();
+    r.consensus_distance += training::squaredNorm64(x - xbar);
     const double gamma = node->engine->node().algorithm().consensusStep();
     if (std::isfinite(gamma)) {
       r.gamma_min = std::isnan(r.gamma_min) ? gamma : std::min(r.gamma_min, gamma);
@@ -252,7 +252,7 @@ EvalRecord Simulator::evaluate(Round t, bool last) {
   }
   r.loss /= n;
   r.consensus_distance /= n;
-  r.relative_consensus = r.consensus_distance / xbar.squaredNorm();
+  r.relative_consensus = r.consensus_distance / training::squaredNorm64(xbar);
 
   if (!evalSet_) {
     const training::Dataset& src = s_.test ? *s_.test : *s_.train;
@@ -285,7 +285,7 @@ EvalRecord Simulator::evaluate(Round t, bool last) {
     r.suboptimality = training::compositeObjective(*s_.model, shards, xbar) -
                       training::compositeObjective(*s_.model, shards, *xs);
     double worst = 0.0;
-    for (auto& [id, node] : nodes_) worst = std::max(worst, (node->engine->node().algorithm().x() - *xs).norm() / xs->norm());
+    for (auto& [id, node] : nodes_) worst = std::max(worst, training::norm64(node->engine->node().algorithm().x() - *xs) / training::norm64(*xs));
     r.rel_error = worst;
   }
   return r;

@@ -1,6 +1,6 @@
 #pragma once
 // Internal helpers shared by the model implementations: walking a row subset in fixed-size chunks and
-// gathering a chunk of float feature rows into a double matrix, using per-thread scratch buffers.
+// gathering a chunk of float feature rows into a Real matrix (core/real.h), using per-thread scratch buffers.
 //
 // Why per-thread scratch: one Model instance is shared by every virtual node of the simulator and its
 // methods are const, so a member buffer would race as soon as two threads evaluate nodes. A thread_local
@@ -19,11 +19,11 @@
 
 namespace gossip::training::detail {
 
-using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMatrix = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatMap = Eigen::Map<RowMatrix>;
 using VecMap = Eigen::Map<Vec>;
 
-// Rows per chunk: bounds scratch memory (chunk x features doubles) for full-data passes while keeping
+// Rows per chunk: bounds scratch memory (chunk x features values) for full-data passes while keeping
 // the matrix products large enough to be efficient.
 inline constexpr std::size_t kChunkRows = 256;
 
@@ -31,8 +31,8 @@ inline constexpr std::size_t kChunkRows = 256;
 class Scratch {
  public:
   static constexpr int kSlots = 9;
-  static double* get(int slot, std::size_t n) {
-    thread_local std::vector<double> buffers[kSlots];
+  static Real* get(int slot, std::size_t n) {
+    thread_local std::vector<Real> buffers[kSlots];
     auto& b = buffers[slot];
     if (b.size() < n) b.resize(std::max(n, b.size() * 2));
     return b.data();
@@ -58,14 +58,14 @@ class RowSet {
   bool all_;
 };
 
-// Copies rows [begin, begin+count) of the set into a count x features double matrix in `slot`.
+// Copies rows [begin, begin+count) of the set into a count x features Real matrix in `slot`.
 inline MatMap gatherRows(const Dataset& d, const RowSet& rows, std::size_t begin, std::size_t count, int slot) {
   const auto f = static_cast<Eigen::Index>(d.features());
   MatMap a = Scratch::matrix(slot, static_cast<Eigen::Index>(count), f);
   for (std::size_t k = 0; k < count; ++k) {
     const std::uint32_t r = rows[begin + k];
     GOSSIP_CHECK(r < d.samples(), "row ", r, " out of range for ", d.samples(), " samples");
-    a.row(static_cast<Eigen::Index>(k)) = d.X.row(r).cast<double>();
+    a.row(static_cast<Eigen::Index>(k)) = d.X.row(r).cast<Real>();
   }
   return a;
 }

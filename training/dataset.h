@@ -3,6 +3,7 @@
 // per sample, row-major so a minibatch is a set of contiguous rows. Labels are class indices for
 // classification (0..classes-1) and {0,1} for binary logistic regression.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,9 +11,26 @@
 
 #include <Eigen/Dense>
 
+#include "core/real.h"
+
 namespace gossip::training {
 
-using Vec = Eigen::VectorXd;
+// The state vector (core/real.h: float32 unless the build says float64). Vec64 is for what is always double:
+// the reference solver's optimum and reductions compared across nodes.
+using Vec = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
+using Vec64 = Eigen::VectorXd;
+using Mat = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic>;
+
+// Norms of state vectors accumulated in double: a float32 vector's own squaredNorm() overflows once its entries
+// pass ~1.8e19, long before the values stop being finite (3.4e38), and its sum rounds at 2^-24.
+template <class E>
+double squaredNorm64(const Eigen::MatrixBase<E>& v) {
+  return v.template cast<double>().squaredNorm();
+}
+template <class E>
+double norm64(const Eigen::MatrixBase<E>& v) {
+  return std::sqrt(squaredNorm64(v));
+}
 using FeatureMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct Dataset {

@@ -129,7 +129,7 @@ void SagaTableEstimator::saveState(ByteWriter& w) const {
 void SagaTableEstimator::loadState(ByteReader& r) {
   SharedState shared = loadShared(r, kSagaTableTag, "a table SAGA estimator");
   const bool ready = getFlag(r, "SAGA state");
-  Eigen::MatrixXd table;
+  Mat table;
   Vec avg;
   if (ready) {
     table = getMatrix(r);

@@ -131,7 +131,7 @@ class SagaTableEstimator final : public SampledEstimator {
  private:
   void initialize(const Vec& x);
   bool ready_ = false;
-  Eigen::MatrixXd table_;  // column j = phi of position j
+  Mat table_;  // column j = phi of position j
   Vec avg_, tmp_, acc_;
 };
 

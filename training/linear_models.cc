@@ -112,7 +112,7 @@ void LinearModel::addFeatureCombination(const Dataset& data, std::span<const std
     const std::uint32_t r = rows[k];
     GOSSIP_CHECK(r < data.samples(), "row ", r, " out of range");
     const double c = scale * coef[static_cast<Eigen::Index>(k)];
-    acc.head(f) += c * data.X.row(r).transpose().cast<double>();
+    acc.head(f) += static_cast<Real>(c) * data.X.row(r).transpose().cast<Real>();
     if (bias_) acc[f] += c;
   }
 }

@@ -44,10 +44,10 @@ namespace {
 double initialLipschitz(const Model& model, std::span<const Shard> shards, const Vec& x, const Vec& gx) {
   Vec d(x.size());
   for (Eigen::Index i = 0; i < d.size(); ++i) d[i] = ((i * 7919) % 13) - 6.0;
-  d *= 1e-4 / std::max(d.norm(), 1e-300);
+  d *= 1e-4 / std::max<double>(d.norm(), 1e-300);
   Vec g2;
   smoothObjective(model, shards, x + d, &g2);
-  return std::max((g2 - gx).norm() / d.norm(), 1e-12);
+  return std::max<double>((g2 - gx).norm() / d.norm(), 1e-12);
 }
 }  // namespace
 
@@ -93,7 +93,7 @@ ReferenceResult solveReference(const Model& model, std::span<const Shard> shards
       y = x + beta * (x - x_prev);
       smoothObjective(model, shards, y, &gy);
     }
-    const double rel = (x - x_prev).norm() / std::max(x.norm(), std::numeric_limits<double>::min());
+    const double rel = (x - x_prev).norm() / std::max<double>(x.norm(), std::numeric_limits<double>::min());
     if (rel <= opt.tol) {
       res.converged = true;
       break;

@@ -22,8 +22,8 @@ std::optional<double> curvature(const Model& m) {
 double gramLargestEigenvalue(const Dataset& data, std::span<const std::uint32_t> rows) {
   const auto f = static_cast<Eigen::Index>(data.features());
   const double m = static_cast<double>(rows.size());
-  Vec v = Vec::Constant(f + 1, 1.0 / std::sqrt(static_cast<double>(f + 1)));
-  Vec next(f + 1);
+  Vec64 v = Vec64::Constant(f + 1, 1.0 / std::sqrt(static_cast<double>(f + 1)));
+  Vec64 next(f + 1);
   double lambda = 0.0;
   for (int it = 0; it < 1000; ++it) {
     next.setZero();

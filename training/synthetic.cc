@@ -12,8 +12,8 @@ namespace gossip::training {
 namespace {
 enum class Task { Logistic, LeastSquares };
 
-Vec gaussian(std::size_t dim, double sd, Rng& rng) {
-  Vec v(static_cast<Eigen::Index>(dim));
+Vec64 gaussian(std::size_t dim, double sd, Rng& rng) {
+  Vec64 v(static_cast<Eigen::Index>(dim));
   for (Eigen::Index j = 0; j < v.size(); ++j) v[j] = sd * rng.normal();
   return v;
 }
@@ -26,16 +26,16 @@ std::vector<Dataset> generate(Task task, int n_nodes, std::size_t m, std::size_t
   // Scale weights so margins <a, w> are O(2): informative labels without separable data.
   const double wsd = 2.0 / std::sqrt(static_cast<double>(dim));
   Rng global(deriveSeed({seed, 0x5E7}));
-  const Vec w = gaussian(dim, wsd, global);
+  const Vec64 w = gaussian(dim, wsd, global);
   std::vector<Dataset> out(static_cast<std::size_t>(n_nodes));
   for (int i = 0; i < n_nodes; ++i) {
     Rng rng(deriveSeed({seed, static_cast<std::uint64_t>(i)}));
-    const Vec wi = w + h * gaussian(dim, wsd, rng);
-    const Vec mu = gaussian(dim, h, rng);
+    const Vec64 wi = w + h * gaussian(dim, wsd, rng);
+    const Vec64 mu = gaussian(dim, h, rng);
     Dataset& d = out[static_cast<std::size_t>(i)];
     d.X.resize(static_cast<Eigen::Index>(m), static_cast<Eigen::Index>(dim));
     for (Eigen::Index r = 0; r < d.X.rows(); ++r) {
-      const Vec a = mu + gaussian(dim, 1.0, rng);
+      const Vec64 a = mu + gaussian(dim, 1.0, rng);
       d.X.row(r) = a.transpose().cast<float>();
       // The label uses the float-rounded features the models will see.
       const double z = d.X.row(r).cast<double>().dot(wi.transpose());

@@ -50,8 +50,9 @@ void narrow(const double* s, float* d, std::size_t n) {
 }
 
 // An empty span may carry a null pointer, and memcpy's pointers must not be null even for 0 bytes.
-void copy(const double* s, double* d, std::size_t n) {
-  if (n > 0) std::memcpy(d, s, n * sizeof(double));
+template <class T>
+void copy(const T* s, T* d, std::size_t n) {
+  if (n > 0) std::memcpy(d, s, n * sizeof(T));
 }
 
 // Runs kernel over [0, n) in `threads` contiguous chunks, the first on the calling thread.
@@ -95,7 +96,12 @@ void narrowInto(std::span<const double> src, std::span<float> dst, unsigned thre
 
 void copyInto(std::span<const double> src, std::span<double> dst, unsigned threads) {
   GOSSIP_CHECK(src.size() == dst.size(), "copyInto: ", src.size(), " values into ", dst.size());
-  split(copy, src.data(), dst.data(), src.size(), threads);
+  split(copy<double>, src.data(), dst.data(), src.size(), threads);
+}
+
+void copyInto(std::span<const float> src, std::span<float> dst, unsigned threads) {
+  GOSSIP_CHECK(src.size() == dst.size(), "copyInto: ", src.size(), " values into ", dst.size());
+  split(copy<float>, src.data(), dst.data(), src.size(), threads);
 }
 
 }  // namespace gossip::daemon

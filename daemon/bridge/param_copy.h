@@ -1,5 +1,5 @@
 #pragma once
-// Moving a trainer's parameters between its shared memory and the algorithm's float64 state
+// Moving a trainer's parameters between its shared memory and the algorithm's state (Real, core/real.h)
 // (daemon/bridge/trainer_bridge.h). This is the whole per-round cost of the bridge besides two small messages, so
 // it is written for memory bandwidth (bench/bench_trainer_bridge.cc, docs/results.md §10):
 //  - streaming (non-temporal) stores: the destination is not read first (a plain store loop reads every
@@ -27,5 +27,13 @@ unsigned copyThreads(unsigned configured);
 void widenInto(std::span<const float> src, std::span<double> dst, unsigned threads);
 void narrowInto(std::span<const double> src, std::span<float> dst, unsigned threads);
 void copyInto(std::span<const double> src, std::span<double> dst, unsigned threads);
+void copyInto(std::span<const float> src, std::span<float> dst, unsigned threads);
+
+// dst = src for any pair of float/double: a copy when the types agree, a conversion otherwise. The node's state
+// is Real (core/real.h), the trainer's region float32 or float64, so the bridge calls this both ways.
+inline void convertInto(std::span<const float> src, std::span<float> dst, unsigned threads) { copyInto(src, dst, threads); }
+inline void convertInto(std::span<const double> src, std::span<double> dst, unsigned threads) { copyInto(src, dst, threads); }
+inline void convertInto(std::span<const float> src, std::span<double> dst, unsigned threads) { widenInto(src, dst, threads); }
+inline void convertInto(std::span<const double> src, std::span<float> dst, unsigned threads) { narrowInto(src, dst, threads); }
 
 }  // namespace gossip::daemon

@@ -171,24 +171,24 @@ struct TrainerBridge::Impl {
   // The node's model into the parameters region: the trainer then holds the model as it is now.
   void writeModel(const Vec& x) {
     const auto t0 = nowNs();
-    const std::span<const double> src(x.data(), static_cast<std::size_t>(x.size()));
+    const std::span<const Real> src(x.data(), static_cast<std::size_t>(x.size()));
     if (trainer->f64)
-      copyInto(src, {reinterpret_cast<double*>(trainer->shm->data()), src.size()}, threads);
+      convertInto(src, std::span<double>{reinterpret_cast<double*>(trainer->shm->data()), src.size()}, threads);
     else
-      narrowInto(src, {reinterpret_cast<float*>(trainer->shm->data()), src.size()}, threads);
+      convertInto(src, std::span<float>{reinterpret_cast<float*>(trainer->shm->data()), src.size()}, threads);
     stats.copy_ns += nowNs() - t0;
     current = true;
   }
-  // The parameters (region 0) or the gradient (region 1) into dst, as float64.
+  // The parameters (region 0) or the gradient (region 1) into dst, as Real.
   void readRegion(int region, Vec& dst) {
     const auto t0 = nowNs();
     const std::byte* src = trainer->shm->data() + region * trainer->dim * (trainer->f64 ? 8 : 4);
     dst.resize(static_cast<Eigen::Index>(trainer->dim));
-    const std::span<double> out(dst.data(), trainer->dim);
+    const std::span<Real> out(dst.data(), trainer->dim);
     if (trainer->f64)
-      copyInto({reinterpret_cast<const double*>(src), out.size()}, out, threads);
+      convertInto(std::span<const double>{reinterpret_cast<const double*>(src), out.size()}, out, threads);
     else
-      widenInto({reinterpret_cast<const float*>(src), out.size()}, out, threads);
+      convertInto(std::span<const float>{reinterpret_cast<const float*>(src), out.size()}, out, threads);
     stats.copy_ns += nowNs() - t0;
   }
 

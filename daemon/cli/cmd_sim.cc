@@ -172,7 +172,7 @@ int sim(std::vector<std::string> argv) {
       for (const auto& [id, x] : simulator.models()) {
         const auto dir = std::filesystem::path(*modelsDir) / ("node-" + std::to_string(id));
         std::filesystem::create_directories(dir);
-        daemon::writeModel(dir, std::span<const double>(x.data(), static_cast<std::size_t>(x.size())),
+        daemon::writeModel(dir, std::span<const Real>(x.data(), static_cast<std::size_t>(x.size())),
                            daemon::modelMeta(config, *problem->model, problem->train, config.algorithm.rounds, id, 0));
       }
   } catch (const ConfigError& e) {

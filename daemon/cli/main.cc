@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/real.h"
 #include "engine/frame.h"
 #include "membership/membership.h"
 
@@ -59,8 +60,10 @@ int main(int argc, char** argv) {
     if (command == "health") return gossip::cmd::health(std::move(rest));
     if (command == "version" || command == "--version") {
       // The wire versions decide who can talk to whom (they are part of the cluster identity).
-      std::printf("gossipd %s (frame protocol %u, membership protocol %u)\n", GOSSIPD_VERSION,
-                  unsigned{gossip::engine::kFrameVersion}, unsigned{gossip::peer::Membership::kWireVersion});
+      // The state's precision too (core/real.h): it is on the wire (replicas, state transfer) and in checkpoints.
+      std::printf("gossipd %s (frame protocol %u, membership protocol %u, state %s)\n", GOSSIPD_VERSION,
+                  unsigned{gossip::engine::kFrameVersion}, unsigned{gossip::peer::Membership::kWireVersion},
+                  gossip::kRealName);
       return 0;
     }
     if (command == "help" || command == "--help" || command == "-h") {

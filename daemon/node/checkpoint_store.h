@@ -35,6 +35,7 @@
 
 #include "core/bytes.h"
 #include "core/serial.h"
+#include "core/real.h"
 #include "core/types.h"
 #include "daemon/log/log.h"
 #include "daemon/node/background.h"
@@ -85,7 +86,7 @@ Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>
 struct CheckpointJob {
   Round next = 0;
   Bytes body;                   // runStateBody
-  std::vector<double> model;    // x, for model.npy
+  std::vector<Real> model;      // x, for model.npy
   nlohmann::json meta;          // model.json (daemon/node/model_meta.h)
 };
 

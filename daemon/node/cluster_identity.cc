@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "core/real.h"
 #include "engine/frame.h"
 #include "membership/membership.h"
 
@@ -51,6 +52,8 @@ std::string clusterIdentity(const Config& c, std::size_t dim) {
   kv["protocol.frame_version"] = std::to_string(engine::kFrameVersion);
   kv["protocol.membership_version"] = std::to_string(peer::Membership::kWireVersion);
   kv["model.dimension"] = std::to_string(dim);
+  // Replicas, public states and state transfers carry the state's values at its precision (core/real.h).
+  kv["protocol.state"] = kRealName;
   std::string out;
   for (const auto& [k, v] : kv) out += k + "=" + v + "\n";  // std::map: sorted by key
   return out;

@@ -18,10 +18,10 @@ namespace {
 
 }  // namespace
 
-Bytes npyBytes(std::span<const double> x) {
+Bytes npyBytes(std::span<const Real> x) {
   // NumPy format 1.0: magic, version, u16 header length, a Python dict literal padded with spaces and
   // ended by '\n' so that the data starts at a multiple of 64 bytes.
-  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(x.size()) + ",), }";
+  std::string header = std::string("{'descr': '") + (kRealIsDouble ? "<f8" : "<f4") + "', 'fortran_order': False, 'shape': (" + std::to_string(x.size()) + ",), }";
   const std::size_t prefix = 10;
   header.append((64 - (prefix + header.size() + 1) % 64) % 64, ' ');
   header.push_back('\n');
@@ -64,7 +64,7 @@ void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byt
   ::close(dfd);
 }
 
-void writeModel(const std::filesystem::path& dir, std::span<const double> x, const nlohmann::json& meta) {
+void writeModel(const std::filesystem::path& dir, std::span<const Real> x, const nlohmann::json& meta) {
   const Bytes npy = npyBytes(x);
   writeFileAtomic(dir / "model.npy", npy);
   const std::string text = meta.dump(1) + "\n";

@@ -9,13 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "core/bytes.h"
+#include "core/real.h"
 
 namespace gossip::daemon {
 
-void writeModel(const std::filesystem::path& dir, std::span<const double> x, const nlohmann::json& meta);
+void writeModel(const std::filesystem::path& dir, std::span<const Real> x, const nlohmann::json& meta);
 
-// The .npy bytes of a float64 vector (exposed for tests).
-Bytes npyBytes(std::span<const double> x);
+// The .npy bytes of a state vector: <f4 in the float32 build, <f8 in the float64 one (exposed for tests).
+Bytes npyBytes(std::span<const Real> x);
 
 // Writes `bytes` to `path` atomically (temp, fsync, rename, fsync dir); IoError naming the path. With
 // durable = false the two fsyncs are skipped: readers still see the old or the new file whole, but a power

@@ -125,9 +125,17 @@ expect "reference for choco" "algorithm.distill_reference applies to algorithm.n
 expect "reference missing" "algorithm.distill_reference \($TMP/none.csv\)" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/none.csv"
 expect "reference sparsified" "codistill with a reference set sends class probabilities" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/ok2.csv" --set compressor.name=topk
 expect_ok "reference ok" "" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/ok2.csv" --set algorithm.rounds=3 --set cluster.nodes=2
-# Separable data, no L2: no finite optimum. A warning, and a run without rel.err, in seconds.
+# Separable data, no L2: no finite optimum. A warning, and a run without rel.err, in seconds. Only with float64
+# state: with float32 (core/real.h) the reference solver's steps fall below the iterate's rounding and it cannot
+# tell this from an optimum (docs/algorithms.md, "Precision"); the run must still end in seconds.
 printf 'a,label\n-2,0\n-1,0\n1,1\n2,1\n-3,0\n3,1\n' >"$TMP/sep.csv"
-if timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err" &&
+if "$GOSSIPD" --version | grep -q "state float32"; then
+  if timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL separable data (float32):"; sed 's/^/  | /' "$TMP/err"
+  fi
+elif timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err" &&
    grep -q "reference optimum not found (data may be separable; set model.l2 > 0)" "$TMP/err" && ! grep -q "rel\.err " "$TMP/err"; then
   pass=$((pass + 1))
 else
@@ -228,7 +236,7 @@ if [ -r "$FM/t10k-images-idx3-ubyte.gz" ]; then
     fail=$((fail + 1)); echo "FAIL data.max_test=7: accuracy '$out'% is not a multiple of 1/7"
   fi
 fi
-expect_ok "version" "^gossipd [0-9]+\.[0-9]+\.[0-9]+ \(frame protocol [0-9]+, membership protocol [0-9]+\)$" -- --version
+expect_ok "version" "^gossipd [0-9]+\.[0-9]+\.[0-9]+ \(frame protocol [0-9]+, membership protocol [0-9]+, state float(32|64)\)$" -- --version
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

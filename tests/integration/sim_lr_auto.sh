@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # algorithm.lr_auto (docs/algorithms.md, "Automatic step size"): with no lr given, Prox-LEAD with the 2-bit
-# quantizer reaches the centralized optimum to 1e-8 on the exactness problem of results §1 and on a CSV data
+# quantizer reaches the centralized optimum (to 1e-8 with float64 state, 1e-4 with float32) on the exactness problem of results §1 and on a CSV data
 # set whose features are 25x larger, where the hand-picked step of §1 (0.3) diverges. (`gossipd run` with
 # lr_auto: tests/integration/run_matches_sim.sh.)
 set -eu
@@ -13,13 +13,17 @@ fail() { echo "FAIL: $*"; exit 1; }
 # last_error FILE: the last record's rel_error; lr FILE: the agreed step.
 last_error() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["records"][-1]["rel_error"])' "$1"; }
 below() { "$PY" -c 'import sys; x = float(sys.argv[1]); sys.exit(not (x == x and x <= float(sys.argv[2])))' "$1" "$2"; }
+# The bound is the state's precision (core/real.h, docs/algorithms.md "Precision"): 1e-8 with float64 state,
+# 1e-4 with float32 (measured 2.2e-6 on the exactness problem).
+EXACT=1e-8
+"$GOSSIPD" --version | grep -q "state float32" && EXACT=1e-4
 
 # 1. The exactness problem of results §1.
 "$GOSSIPD" sim --config "$ROOT/experiments/exact_l1.toml" --set algorithm.lr_auto=true --set algorithm.rounds=2500 \
   --set sim.eval_every=500 --out "$TMP/exact.json" 2>"$TMP/exact.err" || fail "sim exited $?: $(tail -2 "$TMP/exact.err")"
 grep -q "automatic step lr = " "$TMP/exact.err" || fail "no line naming the automatic step: $(cat "$TMP/exact.err")"
 e=$(last_error "$TMP/exact.json")
-below "$e" 1e-8 || fail "exact_l1 with lr_auto: rel_error $e, expected <= 1e-8"
+below "$e" $EXACT || fail "exact_l1 with lr_auto: rel_error $e, expected <= $EXACT"
 "$PY" - "$TMP/exact.json" <<'PY' || fail "lr_auto in the results JSON"
 import json, sys
 a = json.load(open(sys.argv[1]))["lr_auto"]
@@ -54,5 +58,5 @@ fi
 "$GOSSIPD" sim "${csv[@]}" --set algorithm.lr_auto=true --set algorithm.rounds=6000 --out "$TMP/auto.json" 2>"$TMP/auto.err" \
   || fail "sim on the CSV exited $?: $(tail -2 "$TMP/auto.err")"
 e=$(last_error "$TMP/auto.json")
-below "$e" 1e-8 || fail "CSV with lr_auto: rel_error $e, expected <= 1e-8 ($(grep 'automatic step' "$TMP/auto.err"))"
+below "$e" $EXACT || fail "CSV with lr_auto: rel_error $e, expected <= $EXACT ($(grep 'automatic step' "$TMP/auto.err"))"
 echo "ok: x25 CSV, lr 0.3 diverges, lr_auto reaches rel_error $e"

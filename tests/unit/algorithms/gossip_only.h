@@ -38,9 +38,9 @@ class PullTo final : public training::GradientEstimator {
 inline Vec sentValue(const compress::Compressor& c, const Vec& x) {
   compress::Encoded e;
   Rng unused(0);
-  c.encode(std::span<const double>(x.data(), static_cast<std::size_t>(x.size())), unused, e);
+  c.encode(std::span<const Real>(x.data(), static_cast<std::size_t>(x.size())), unused, e);
   Vec out = Vec::Zero(x.size());
-  c.decodeAdd(e.view(), std::span<double>(out.data(), static_cast<std::size_t>(out.size())), 1.0);
+  c.decodeAdd(e.view(), std::span<Real>(out.data(), static_cast<std::size_t>(out.size())), 1.0);
   return out;
 }
 

@@ -74,9 +74,11 @@ class MiniNet {
     return n;
   }
   // Largest relative error max_i ||x_i - xs|| / ||xs||.
-  double maxRelError(const Vec& xs) const {
+  // xs is the oracle's double solution; the nodes' state is Real (core/real.h).
+  double maxRelError(const Vec64& xs) const {
     double err = 0.0;
-    for (const auto& [id, e] : engines_) err = std::max(err, (e->node().algorithm().x() - xs).norm() / xs.norm());
+    for (const auto& [id, e] : engines_)
+      err = std::max(err, (e->node().algorithm().x().cast<double>() - xs).norm() / xs.norm());
     return err;
   }
   Vec dualSum() const {

@@ -15,8 +15,8 @@ Problem makeRidge(std::size_t n, std::size_t d, std::size_t m, double l2, std::u
   p.loss = Loss::Ridge;
   p.l2 = l2;
   for (std::size_t i = 0; i < n; ++i) {
-    NodeData nd{Mat(m, d), Vec(m)};
-    Vec w(d), shift(d);
+    NodeData nd{Mat64(m, d), Vec64(m)};
+    Vec64 w(d), shift(d);
     for (std::size_t k = 0; k < d; ++k) {
       w[k] = rng.normal() + static_cast<double>(i % 3);  // heterogeneous targets
       shift[k] = 0.5 * rng.normal();
@@ -35,10 +35,10 @@ Problem makeL1Logistic(std::size_t n, std::size_t d, std::size_t m, double l1, d
   p.loss = Loss::Logistic;
   p.l1 = l1;
   p.l2 = l2;
-  Vec truth = Vec::Zero(d);
+  Vec64 truth = Vec64::Zero(d);
   for (std::size_t k = 0; k < d; k += 4) truth[k] = 2.0 * rng.normal();  // sparse ground truth
   for (std::size_t i = 0; i < n; ++i) {
-    NodeData nd{Mat(m, d), Vec(m)};
+    NodeData nd{Mat64(m, d), Vec64(m)};
     const double mean = 0.3 * (static_cast<double>(i) - n / 2.0);  // each node sees a shifted input region
     for (std::size_t r = 0; r < m; ++r) {
       for (std::size_t k = 0; k < d; ++k) nd.A(r, k) = rng.normal() + (k % 5 == 0 ? mean : 0.0);
@@ -54,20 +54,20 @@ double Problem::smoothness() const {
   double L = 0.0;
   for (const auto& nd : nodes) {
     const double m = static_cast<double>(nd.A.rows());
-    const double top = Eigen::SelfAdjointEigenSolver<Mat>(nd.A.transpose() * nd.A / m).eigenvalues().maxCoeff();
+    const double top = Eigen::SelfAdjointEigenSolver<Mat64>(nd.A.transpose() * nd.A / m).eigenvalues().maxCoeff();
     L = std::max(L, (loss == Loss::Ridge ? top : 0.25 * top) + l2);
   }
   return L;
 }
 
-Vec Problem::solve(const std::vector<std::size_t>& members) const {
+Vec64 Problem::solve(const std::vector<std::size_t>& members) const {
   std::vector<std::size_t> ids = members;
   if (ids.empty())
     for (std::size_t i = 0; i < nodes.size(); ++i) ids.push_back(i);
   const auto d = static_cast<Eigen::Index>(dim());
   if (loss == Loss::Ridge && l1 == 0.0) {
-    Mat H = Mat::Zero(d, d);
-    Vec rhs = Vec::Zero(d);
+    Mat64 H = Mat64::Zero(d, d);
+    Vec64 rhs = Vec64::Zero(d);
     for (auto i : ids) {
       const double m = static_cast<double>(nodes[i].A.rows());
       H += nodes[i].A.transpose() * nodes[i].A / m;
@@ -75,20 +75,20 @@ Vec Problem::solve(const std::vector<std::size_t>& members) const {
     }
     H /= static_cast<double>(ids.size());
     rhs /= static_cast<double>(ids.size());
-    H += l2 * Mat::Identity(d, d);
+    H += l2 * Mat64::Identity(d, d);
     return H.ldlt().solve(rhs);
   }
   // Proximal gradient with step 1/L on (1/|ids|) sum f_i + l1 ||x||_1, to a fixed point.
   const double step = 1.0 / smoothness();
-  Vec x = Vec::Zero(d), g, acc;
+  Vec64 x = Vec64::Zero(d), g, acc;
   for (int it = 0; it < 200000; ++it) {
-    acc = Vec::Zero(d);
+    acc = Vec64::Zero(d);
     for (auto i : ids) {
       lossGrad(i, x, g);
       acc += g;
     }
     acc /= static_cast<double>(ids.size());
-    Vec next = (x - step * acc).unaryExpr([&](double v) { return softThreshold(v, step * l1); });
+    Vec64 next = (x - step * acc).unaryExpr([&](double v) { return softThreshold(v, step * l1); });
     const double change = (next - x).norm();
     x = std::move(next);
     if (change <= 1e-17 * std::max(1.0, x.norm())) break;

@@ -12,12 +12,15 @@
 
 namespace gossip::testing {
 
-using Vec = Eigen::VectorXd;
-using Mat = Eigen::MatrixXd;
+// Vec is the algorithms' state (Real: float32 unless the build is float64, core/real.h); the problems and their
+// centralized solutions are double (Vec64, Mat64): the oracle keeps its precision whatever the state's is.
+using Vec = training::Vec;
+using Vec64 = training::Vec64;
+using Mat64 = Eigen::MatrixXd;
 
 struct NodeData {
-  Mat A;  // m x d
-  Vec b;  // m (targets or {0,1} labels)
+  Mat64 A;  // m x d
+  Vec64 b;  // m (targets or {0,1} labels)
 };
 
 enum class Loss { Ridge, Logistic };
@@ -30,12 +33,12 @@ struct Problem {
   std::size_t dim() const { return static_cast<std::size_t>(nodes.front().A.cols()); }
 
   // Mean loss of node i (smooth part) and its full gradient.
-  double lossGrad(std::size_t i, const Vec& x, Vec& g) const {
+  double lossGrad(std::size_t i, const Vec64& x, Vec64& g) const {
     const auto& nd = nodes[i];
     const double m = static_cast<double>(nd.A.rows());
-    Vec z = nd.A * x;
+    Vec64 z = nd.A * x;
     double f = 0.0;
-    Vec r(z.size());
+    Vec64 r(z.size());
     for (Eigen::Index k = 0; k < z.size(); ++k) {
       if (loss == Loss::Ridge) {
         const double e = z[k] - nd.b[k];
@@ -51,8 +54,8 @@ struct Problem {
     return f / m + 0.5 * l2 * x.squaredNorm();
   }
 
-  Vec meanGrad(const Vec& x) const {
-    Vec g, acc = Vec::Zero(static_cast<Eigen::Index>(dim()));
+  Vec64 meanGrad(const Vec64& x) const {
+    Vec64 g, acc = Vec64::Zero(static_cast<Eigen::Index>(dim()));
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       lossGrad(i, x, g);
       acc += g;
@@ -62,7 +65,7 @@ struct Problem {
 
   // Centralized solution over the nodes in `members` (all if empty): exact solve for ridge without l1,
   // otherwise proximal gradient run to a fixed point.
-  Vec solve(const std::vector<std::size_t>& members = {}) const;
+  Vec64 solve(const std::vector<std::size_t>& members = {}) const;
   double smoothness() const;  // an upper bound on max_i L_i
 };
 
@@ -76,7 +79,13 @@ Problem makeL1Logistic(std::size_t n, std::size_t d, std::size_t m, double l1, d
 class FullGradient final : public training::GradientEstimator {
  public:
   FullGradient(const Problem& p, std::size_t i) : p_(p), i_(i) {}
-  double estimate(const Vec& x, Vec& g) override { return p_.lossGrad(i_, x, g); }
+  // The node's state is Real (core/real.h); the problem is evaluated in double, the oracle's precision.
+  double estimate(const Vec& x, Vec& g) override {
+    x64_ = x.cast<double>();
+    const double f = p_.lossGrad(i_, x64_, g64_);
+    g = g64_.cast<Real>();
+    return f;
+  }
   // Stateless: nothing to checkpoint.
   void saveState(ByteWriter&) const override {}
   void loadState(ByteReader&) override {}
@@ -84,6 +93,7 @@ class FullGradient final : public training::GradientEstimator {
  private:
   const Problem& p_;
   std::size_t i_;
+  Vec64 x64_, g64_;
 };
 
 }  // namespace gossip::testing

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "tests/support/precision.h"
 #include "algorithms/algorithm.h"
 #include "algorithms/choco.h"
 #include "algorithms/node.h"
@@ -38,6 +39,9 @@ double relativeConsensus(MiniNet& net) {
   for (auto& [id, n] : net.nodes()) s += (n->algorithm().x() - avg).squaredNorm();
   return s / static_cast<double>(net.nodes().size()) / avg.squaredNorm();
 }
+
+// A consensus step under which top-2 of 200 on a ring of 8 drifts apart.
+const double kDrift = 0.8;
 
 struct Run {
   double early = 0, late = 0;  // relative consensus at rounds 1000 and at the end
@@ -90,29 +94,31 @@ TEST_CASE("choco: gamma = 0 takes min(1 - 2 delta) of the compressor at the mode
 }
 
 TEST_CASE("choco: gamma_adapt halves a step under which the nodes drift apart - and they then converge") {
-  // Without the adaptation gamma = 0.8 with top-2 of 200 on a ring of 8 drifts apart.
-  const Run fixed = run(0.8, false, 4000);
+  // Without the adaptation gamma = kDrift with top-2 of 200 on a ring of 8 drifts apart.
+  const Run fixed = run(kDrift, false, 4000);
   CAPTURE(fixed.early);
   CAPTURE(fixed.late);
-  CHECK(fixed.gammaMax == 0.8);
+  CHECK(fixed.gammaMax == kDrift);
   CHECK(!(fixed.late < 10 * fixed.early));  // grows (or is no longer finite)
 
-  const Run adapted = run(0.8, true, 4000);
+  const Run adapted = run(kDrift, true, 4000);
   CAPTURE(adapted.early);
   CAPTURE(adapted.late);
   CAPTURE(adapted.gammaMin);
   CAPTURE(adapted.gammaMax);
-  CHECK(adapted.gammaMax < 0.8);                 // every node halved at least once
+  CHECK(adapted.gammaMax < kDrift);                 // every node halved at least once
   CHECK(std::isfinite(adapted.late));
   CHECK(adapted.late < adapted.early);           // and the consensus distance falls again
   // to where a small step, fixed from the start, brings it.
   const Run small = run(0.05, false, 4000);
   CAPTURE(small.late);
-  CHECK(adapted.late < 2 * small.late);
+  // float32 state (core/real.h) comes back from the excursion (relative consensus ~600 at round 1000) more
+  // slowly: 10.5 against 3.3 at round 4000, where float64 ends within 2x.
+  CHECK(adapted.late < gossip::precision::tol(2, 4) * small.late);
 }
 
 TEST_CASE("choco: a checkpoint taken while gamma adapts continues bit-identically (step - window and watch)") {
-  algo::AlgorithmParams params{.name = "choco", .gamma = 0.8, .gamma_adapt = true};
+  algo::AlgorithmParams params{.name = "choco", .gamma = kDrift, .gamma_adapt = true};
   auto c = compress::makeCompressor({.name = "topk", .k = 2});
   MiniNet a(8, chocoNodes(params, *c)), b(8, chocoNodes(params, *c));
   Round t = 0;
@@ -131,8 +137,8 @@ TEST_CASE("choco: a checkpoint taken while gamma adapts continues bit-identicall
     lowest = std::min(lowest, node->algorithm().consensusStep());
     highest = std::max(highest, node->algorithm().consensusStep());
   }
-  CHECK(lowest < 0.8);
-  CHECK(highest == 0.8);
+  CHECK(lowest < kDrift);
+  CHECK(highest == kDrift);
   for (; t < 4000; ++t) {
     a.round(t);
     b.round(t);

@@ -64,7 +64,7 @@ std::vector<Round> rounds(const CheckpointStore& s) {
 }
 
 CheckpointJob job(PeerId id, Round next) {
-  return {next, body(id, next, next * 10), std::vector<double>{double(next), -1.0}, {{"round", next}}};
+  return {next, body(id, next, next * 10), std::vector<Real>{Real(next), -1.0f}, {{"round", next}}};
 }
 
 }  // namespace
@@ -354,7 +354,7 @@ TEST_CASE("periodic evaluation: the result comes back with its round - a newer m
     const auto r = e.take();
     REQUIRE(r);
     CHECK(r->round == 3);  // the newest; round 1's result was replaced before it was taken
-    CHECK(r->accuracy == 0.3);
+    CHECK(r->accuracy == static_cast<double>(Real(0.3)));  // the model holding it is Real (core/real.h)
     std::lock_guard lock(model.mutex);
     CHECK(model.asked == std::vector<double>{1, 3});  // round 2 was never evaluated
   }

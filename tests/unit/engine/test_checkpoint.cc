@@ -10,6 +10,7 @@
 
 #include "core/crc32c.h"
 #include "core/error.h"
+#include "core/real.h"
 #include "core/rng.h"
 #include "engine/checkpoint.h"
 
@@ -151,8 +152,21 @@ TEST_CASE("checkpoint errors say what is wrong") {
   reseal(b);
   CHECK(message(b).find("unknown format version 2") != std::string::npos);
   b = good;
-  b[12] = std::byte{1};
+  b[12] ^= std::byte{1};
   CHECK(message(b).find("header checksum") != std::string::npos);
+  // State of the other precision (core/real.h; every file before float32 state was float64, flags 0): one
+  // line naming both precisions and how to go on.
+  b = good;
+  b[12] ^= std::byte{1};
+  reseal(b);
+  const std::string other = message(b);
+  CHECK(other.find(std::string("its state is ") + (kRealIsDouble ? "float32" : "float64")) != std::string::npos);
+  CHECK(other.find(std::string("this gossipd keeps ") + kRealName) != std::string::npos);
+  CHECK(other.find("new node.data_dir") != std::string::npos);
+  b = good;
+  b[12] ^= std::byte{2};
+  reseal(b);
+  CHECK(message(b).find("unknown flags") != std::string::npos);
   b = good;
   b.back() ^= std::byte{1};
   CHECK(message(b).find("body checksum") != std::string::npos);

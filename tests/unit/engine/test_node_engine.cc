@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "tests/support/precision.h"
 #include "compressors/compressor.h"
 #include "core/crc32c.h"
 #include "core/serial.h"
@@ -97,7 +98,7 @@ TEST_CASE("engine: replica edges open by handshake and rounds run") {
   for (Round t = 0; t < 20; ++t) c.round(t);
   training::Vec sum = training::Vec::Zero(static_cast<Eigen::Index>(c.model->dim()));
   for (auto& [id, e] : c.engines) sum += *e->node().algorithm().dual();
-  CHECK(sum.lpNorm<Eigen::Infinity>() < 1e-12);
+  CHECK(sum.lpNorm<Eigen::Infinity>() < gossip::precision::tol(1e-12, 1e-5));
 }
 
 TEST_CASE("engine: a restart (new incarnation) replaces its edges at both ends") {
@@ -125,7 +126,7 @@ TEST_CASE("engine: hostile frames are rejected by reason and leave the model unt
   compress::Encoded enc;
   Rng rng(3);
   training::Vec v = training::Vec::Ones(static_cast<Eigen::Index>(c.model->dim()));
-  c.comp->encode(std::span<const double>(v.data(), static_cast<std::size_t>(v.size())), rng, enc);
+  c.comp->encode(std::span<const Real>(v.data(), static_cast<std::size_t>(v.size())), rng, enc);
   auto payload = std::make_shared<const Bytes>(enc.bytes);
   FrameHeader good;
   good.kind = FrameKind::Model;
@@ -203,7 +204,7 @@ TEST_CASE("engine: a stateless round treats an undecodable payload as missing") 
   compress::Encoded enc;
   Rng rng(3);
   training::Vec v = training::Vec::Ones(3);
-  c.comp->encode(std::span<const double>(v.data(), 3), rng, enc);
+  c.comp->encode(std::span<const Real>(v.data(), 3), rng, enc);
   FrameHeader h;
   h.sender = 1;
   h.round = 0;
@@ -283,7 +284,7 @@ TEST_CASE("engine: a model transfer is taken only from the peer it was asked of 
   training::Vec other = training::Vec::Constant(before.size(), 3.0);
   Bytes body;
   ByteWriter w(body);
-  serial::putArray(w, std::span<const double>(other.data(), static_cast<std::size_t>(other.size())));
+  serial::putArray(w, std::span<const Real>(other.data(), static_cast<std::size_t>(other.size())));
   FrameHeader h;
   h.kind = FrameKind::State;
   h.sender = 1;
@@ -327,7 +328,7 @@ TEST_CASE("engine: a node fetching the model itself declines state requests - re
 
 namespace {
 // One State chunk as engine/state_transfer.cc lays it out.
-Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::uint32_t crc, std::span<const double> values) {
+Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::uint32_t crc, std::span<const Real> values) {
   Bytes b;
   ByteWriter w(b);
   w.put(dim);
@@ -345,9 +346,9 @@ TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole 
   const training::Vec before = n0.node().algorithm().x();
   const auto dim = static_cast<std::size_t>(before.size());
   REQUIRE(dim >= 9);
-  std::vector<double> other(dim);
-  for (std::size_t i = 0; i < dim; ++i) other[i] = 3.0 + static_cast<double>(i);
-  const std::uint32_t crc = crc32c(std::as_bytes(std::span<const double>(other)));
+  std::vector<Real> other(dim);
+  for (std::size_t i = 0; i < dim; ++i) other[i] = static_cast<Real>(3.0 + static_cast<double>(i));
+  const std::uint32_t crc = crc32c(std::as_bytes(std::span<const Real>(other)));
   FrameHeader h;
   h.kind = FrameKind::State;
   h.sender = 1;
@@ -359,7 +360,7 @@ TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole 
     n0.drain(1);
   };
   auto chunk = [&](std::size_t at, std::size_t n, std::uint32_t sum = 0) {
-    return stateChunk(dim, at, sum ? sum : crc, std::span<const double>(other).subspan(at, n));
+    return stateChunk(dim, at, sum ? sum : crc, std::span<const Real>(other).subspan(at, n));
   };
   n0.requestState(1, 1);  // node 1 is never drained: its answer is the one forged here
 
@@ -390,9 +391,9 @@ TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole 
     CHECK(n0.takeStateRound() == Round{9});
   }
   SUBCASE("chunks out of range, of another dimension or not finite are rejected") {
-    send(h, stateChunk(dim, dim - 1, crc, std::span<const double>(other).subspan(0, 2)));
-    send(h, stateChunk(dim + 1, 0, crc, std::span<const double>(other).subspan(0, 2)));
-    std::vector<double> bad = {1.0, std::nan("")};
+    send(h, stateChunk(dim, dim - 1, crc, std::span<const Real>(other).subspan(0, 2)));
+    send(h, stateChunk(dim + 1, 0, crc, std::span<const Real>(other).subspan(0, 2)));
+    std::vector<Real> bad = {1.0f, std::nanf("")};
     send(h, stateChunk(dim, 0, crc, bad));
     send(h, stateChunk(dim, 0, crc, {}));
     CHECK(n0.stats().rejected.at("bad_state_chunk") == 2);

@@ -3,6 +3,7 @@
 // drops and determinism.
 #include <doctest/doctest.h>
 
+#include "tests/support/precision.h"
 #include "compressors/compressor.h"
 #include "engine/frame.h"
 #include "sim/simulator.h"
@@ -24,7 +25,7 @@ TEST_CASE("sim: Prox-LEAD 2-bit on an 8-node ring reaches the centralized L1-log
   Fixture f(8, "prox_lead", lead2());
   const auto rec = sim::Simulator(f.setup).run();
   REQUIRE(rec.back().rel_error);
-  CHECK(*rec.back().rel_error < 1e-8);
+  CHECK(*rec.back().rel_error < gossip::precision::tol(1e-8, 1e-4));
   CHECK(*rec.back().suboptimality < 1e-12);
   CHECK(rec.back().alive == 8);
 }
@@ -37,7 +38,7 @@ TEST_CASE("sim: survivors converge to their own optimum after 1 then 2 more cras
   const auto rec = sim::Simulator(f.setup).run();
   CHECK(rec.back().alive == 6);
   REQUIRE(rec.back().rel_error);
-  CHECK(*rec.back().rel_error < 1e-8);  // measured against the optimum of the 6 alive nodes
+  CHECK(*rec.back().rel_error < gossip::precision::tol(1e-8, 1e-4));  // measured against the optimum of the 6 alive nodes
 }
 
 TEST_CASE("sim: bytes_sent counts every payload and header that goes on the wire") {
@@ -101,7 +102,7 @@ TEST_CASE("sim: node counts 1 - 2 - 3 and 7 run") {
     const auto rec = sim::Simulator(f.setup).run();
     INFO("n = " << n);
     REQUIRE(rec.back().rel_error);
-    CHECK(*rec.back().rel_error < 1e-8);
+    CHECK(*rec.back().rel_error < gossip::precision::tol(1e-8, 1e-4));
   }
 }
 

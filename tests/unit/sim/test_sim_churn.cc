@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "tests/support/precision.h"
 #include "compressors/compressor.h"
 #include "sim/simulator.h"
 #include "training/model_factory.h"
@@ -22,7 +23,7 @@ std::vector<sim::EvalRecord> runChecked(const sim::SimSetup& setup, double& wors
   sim::Simulator s(setup);
   worstDual = 0.0;
   return s.run([&](const sim::EvalRecord&) {
-    if (auto d = s.dualSum()) worstDual = std::max(worstDual, d->lpNorm<Eigen::Infinity>());
+    if (auto d = s.dualSum()) worstDual = std::max<double>(worstDual, d->lpNorm<Eigen::Infinity>());
   });
 }
 
@@ -46,10 +47,10 @@ TEST_CASE("sim churn: a crash and a rejoin of the same id in the same round keep
   f.setup.joins = {{3, 200}};  // the same round: a restart, i.e. a new incarnation of node 3
   double worst = 0;
   const auto rec = runChecked(f.setup, worst);
-  CHECK(worst < 1e-12);
+  CHECK(worst < gossip::precision::tol(1e-12, 1e-5));
   CHECK(rec.back().alive == 8);
   REQUIRE(rec.back().rel_error);
-  CHECK(*rec.back().rel_error <= 1e-8);
+  CHECK(*rec.back().rel_error <= gossip::precision::tol(1e-8, 1e-4));
   CHECK(rec.back().control_bytes_sent > 0);  // the new incarnation's edges were opened by handshake
 }
 
@@ -61,10 +62,10 @@ TEST_CASE("sim churn: repeated restarts of one node - with other crashes - keep 
   f.setup.joins = {{2, 150}, {2, 300}, {2, 600}, {2, 1000}};
   double worst = 0;
   const auto rec = runChecked(f.setup, worst);
-  CHECK(worst < 1e-12);
+  CHECK(worst < gossip::precision::tol(1e-12, 1e-5));
   CHECK(rec.back().alive == 7);
   REQUIRE(rec.back().rel_error);
-  CHECK(*rec.back().rel_error <= 1e-8);  // against the optimum of the 7 alive nodes
+  CHECK(*rec.back().rel_error <= gossip::precision::tol(1e-8, 1e-4));  // against the optimum of the 7 alive nodes
 }
 
 TEST_CASE("sim checkpoint: save after round t - resume in a new simulator - end bit-identical") {

@@ -60,7 +60,7 @@ void requireIdentical(GradientEstimator& a, GradientEstimator& b, int steps, std
     const double lb = b.estimate(x, gb);
     REQUIRE(std::memcmp(&la, &lb, sizeof la) == 0);
     REQUIRE(ga.size() == gb.size());
-    REQUIRE(std::memcmp(ga.data(), gb.data(), sizeof(double) * static_cast<std::size_t>(ga.size())) == 0);
+    REQUIRE(std::memcmp(ga.data(), gb.data(), sizeof(Real) * static_cast<std::size_t>(ga.size())) == 0);
   }
   CHECK(a.sampleGradients() == b.sampleGradients());
 }

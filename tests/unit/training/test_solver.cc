@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "tests/support/precision.h"
 #include "core/error.h"
 #include "tests/unit/training/training_test_util.h"
 #include "training/linear_models.h"
@@ -106,7 +107,7 @@ TEST_CASE("reference solver reaches the L1-logistic optimum (prox-gradient fixed
   auto model = makeModel({"logistic", {}, 0.02, 1e-3, false}, 40, 2);
   const ReferenceResult r = solveReference(*model, shards);
   CHECK(r.residual < 1e-10);
-  CHECK(proxGradResidual(*model, shards, r.x, 0.1) < 1e-10);  // at another step size too
+  CHECK(proxGradResidual(*model, shards, r.x, 0.1) < gossip::precision::tol(1e-10, 1e-4));  // at another step size too
 
   // Subgradient conditions checked directly: |g_k| <= l1 where x_k = 0, g_k = -l1 sign(x_k) elsewhere.
   Vec g;
@@ -117,14 +118,14 @@ TEST_CASE("reference solver reaches the L1-logistic optimum (prox-gradient fixed
       ++zeros;
       CHECK(std::abs(g[k]) <= 0.02 + 1e-10);
     } else {
-      CHECK(std::abs(g[k] + 0.02 * (r.x[k] > 0 ? 1 : -1)) < 1e-10);
+      CHECK(std::abs(g[k] + 0.02 * (r.x[k] > 0 ? 1 : -1)) < gossip::precision::tol(1e-10, 1e-4));
     }
   }
   CHECK(zeros > 0);   // l1 really sparsifies
   CHECK(zeros < 40);  // ...but not to the trivial solution
   // Nothing nearby is better.
   for (std::uint64_t s = 0; s < 20; ++s) {
-    const Vec y = r.x + testing::randomVec(40, 1e-3, s);
+    const Vec y = r.x + training::testing::randomVec(40, 1e-3, s);
     CHECK(compositeObjective(*model, shards, y) >= r.objective);
   }
 }
@@ -150,7 +151,7 @@ TEST_CASE("reference solver weights nodes equally (mean of node means) - not sam
     rhs += A.transpose() * t / static_cast<double>(A.rows());
   }
   const Eigen::VectorXd xstar = H.ldlt().solve(rhs);
-  CHECK((r.x - xstar).norm() < 1e-10 * xstar.norm());
+  CHECK((r.x.cast<double>() - xstar).norm() < gossip::precision::tol(1e-10, 1e-5) * xstar.norm());
   CHECK(r.converged);
 
   // The pooled mean over all 100 samples has a different optimum: its gradient at x* is far from 0.
@@ -161,7 +162,7 @@ TEST_CASE("reference solver weights nodes equally (mean of node means) - not sam
 }
 
 TEST_CASE("reference solver on softmax with l2 - and input validation") {
-  const Dataset d = testing::randomDataset(120, 5, 3, 8);
+  const Dataset d = training::testing::randomDataset(120, 5, 3, 8);
   const auto all = allRows(d);
   const std::vector<std::uint32_t> r1(all.begin(), all.begin() + 40), r2(all.begin() + 40, all.end());
   const std::vector<Shard> shards = {{&d, r1}, {&d, r2}};
@@ -187,7 +188,9 @@ TEST_CASE("a bounded reference solve reports no optimum on separable data") {
   ms.kind = "logistic";
   const auto model = makeModel(ms, 1, 2);
   const auto r = solveReference(*model, std::span(&shard, 1), {.max_iters = 3000, .max_seconds = 2.0});
-  CHECK_FALSE(referenceFound(r));
+  // float32 state (core/real.h): once the gradient steps fall below the iterate's rounding the solver cannot
+  // tell this from an optimum and reports one (docs/algorithms.md, "Precision"); the float64 build can.
+  if constexpr (kRealIsDouble) CHECK_FALSE(referenceFound(r));
   CHECK(r.x.norm() > 5);  // the iterate keeps growing
   ms.l2 = 0.1;
   const auto reg = makeModel(ms, 1, 2);
