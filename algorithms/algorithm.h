@@ -19,8 +19,9 @@
 //    otherwise replicas and duals diverge silently. apply() throws ProtocolError if a neighbour of the row
 //    has no message; the runtime must retransmit or drop the edge first.
 //
-// Numerics: state is double; values on the wire are what the compressor encodes (at most fp32). The sender
-// always adds the DECODED form of its own message to its own state (ALGORITHMS.md §3 rule 1).
+// Numerics: state is Real (core/real.h: float32, or float64 in that build); values on the wire are what the
+// compressor encodes (at most fp32). The sender always adds the DECODED form of its own message to its own
+// state (ALGORITHMS.md §3 rule 1).
 // Not thread-safe: one thread drives one node.
 #include <cstdint>
 #include <functional>
@@ -125,7 +126,9 @@ class Algorithm {
   // The mean minibatch loss of this round's local steps, given before prepare (the leader methods report
   // it to their neighbours; the others ignore it).
   virtual void noteLoss(double /*loss*/) {}
-  // Builds this round's message from x and the gradient g at x, and encodes it into out.
+  // Builds this round's message from x and the gradient g at x, and encodes it into out. g must stay valid and
+  // unchanged until the round's last apply() (Node's gradient does): a method may apply it there instead of
+  // keeping a copy of d values (D-PSGD adds -lr g in the mix's one pass).
   virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
   // Mixes the neighbours' messages of round t. row.neighbors lists the neighbours of this round with their
   // weights; msgs holds at most one message per neighbour of the row (others are ignored and counted).

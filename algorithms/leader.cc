@@ -164,7 +164,7 @@ void LeaderPull<Base>::apply(Round t, std::span<const Incoming> msgs, const topo
   }
 }
 
-// x, the loss average and the global leader's state (own_, lead_, step_, lr_ and the pull flag are rebuilt
+// x, the loss average and the global leader's state (own_, lead_, the gradient, lr_ and the pull flag are rebuilt
 // by prepare).
 template <class Base>
 void LeaderPull<Base>::save(ByteWriter& w) const {

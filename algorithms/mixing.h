@@ -23,6 +23,12 @@ inline std::optional<std::span<const std::byte>> findMessage(std::span<const Inc
   return std::nullopt;
 }
 
+// Whether decode(encode(x)) == x bit for bit for the state's values: fp32 with float32 state (core/real.h).
+// Then a sender's own decoded message is its x, and no copy of it is made.
+inline bool exactForState(const compress::Compressor& c) {
+  return !kRealIsDouble && c.codec() == compress::CodecId::Fp32;
+}
+
 // out = decode(payload) (out is overwritten, keeps its size).
 inline void decodeInto(const compress::Compressor& c, std::span<const std::byte> payload, Vec& out) {
   out.setZero();

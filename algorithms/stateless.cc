@@ -11,33 +11,38 @@ constexpr std::uint32_t kDeepSqueezeTag = serial::fourcc("DSQZ");
 }  // namespace
 
 Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), own_(Vec::Zero(x0.size())), step_(Vec::Zero(x0.size())), acc_(Vec::Zero(x0.size())) {
+    : p_(p), c_(c), self_(self), ownIsX_(detail::exactForState(c)), acc_(Vec::Zero(x0.size())) {
   x_ = x0;
+  if (!ownIsX_) own_ = Vec::Zero(x0.size());
 }
 
 void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(x_), rng, out);
-  detail::decodeInto(c_, out.view(), own_);
-  step_ = lr * g;
+  // A codec that carries the state's values exactly (fp32 with float32 state) decodes to x itself: no copy.
+  if (!ownIsX_) detail::decodeInto(c_, out.view(), own_);
+  g_ = &g;
   lr_ = lr;
 }
 
 void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) { mix(msgs, row, nullptr, 0.0); }
 
 void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull) {
+  GOSSIP_CHECK(g_ != nullptr, "dpsgd: apply without prepare");
   // Missing neighbours fold their weight into the self weight (replace-with-own). The neighbour sum is
-  // built in acc_ (same operations as before, in the same order) and only swapped in once all decoded.
+  // built in acc_ and only swapped in once every message decoded.
   const double selfWeight = detail::mixArrived(c_, msgs, row, acc_);
+  const Vec& own = ownIsX_ ? x_ : own_;  // C(x_i) as the neighbours decode it
   // acc_ = sum_{j arrived} w_ij x_j, so x_i - sum_j w_ij x_j = (1 - selfWeight) x_i - acc_ (missing: x_j = x_i).
-  disagreement_ = training::norm64((1.0 - selfWeight) * own_ - acc_);
+  disagreement_ = training::norm64((1.0 - selfWeight) * own - acc_);
+  // One pass: x = acc + w_self C(x_i) - lr g (Node keeps g unchanged between prepare and apply).
+  acc_ += selfWeight * own - lr_ * *g_;
+  if (pullTo) acc_ -= pull * (own - *pullTo);
   x_.swap(acc_);
-  x_ += selfWeight * own_ - step_;
-  if (pullTo) x_ -= pull * (own_ - *pullTo);
   proxL1(x_, lr_ * p_.l1);
 }
 
-// Between rounds D-PSGD's only state is x (own_, step_ and lr_ are rebuilt by prepare).
+// Between rounds D-PSGD's only state is x (own_, the gradient and lr_ are given again by prepare).
 void Dpsgd::save(ByteWriter& w) const {
   serial::putTag(w, kDpsgdTag);
   writeState(w);
@@ -61,8 +66,7 @@ DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c
       c_(c),
       self_(self),
       ef_(c, static_cast<std::uint32_t>(x0.size()), p.beta),
-      acc_(Vec::Zero(x0.size())),
-      own_(Vec::Zero(x0.size())) {
+      acc_(Vec::Zero(x0.size())) {
   if (!(p.eta > 0.0 && p.eta <= 1.0)) throw ConfigError("algorithm.eta must be in (0, 1] for deepsqueeze");
   x_ = x0;
 }
@@ -70,13 +74,25 @@ DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c
 void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   x_ -= lr * g;  // x_half
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
-  // v = x_half + delta; c = C(v) into out and own_; delta updated.
-  ef_.compress(detail::view(x_), rng, out, std::span<Real>(own_.data(), static_cast<std::size_t>(own_.size())));
+  // v = x_half + delta; c = C(v) into out; delta updated in place (no dense c_i is kept: the mix adds the
+  // message's own bytes, which for top-k are k values, not d).
+  ef_.compress(detail::view(x_), rng, out);
+  own_ = out.bytes;
+  ownDense_ = false;
   lr_ = lr;
 }
 
 void DeepSqueeze::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   mix(msgs, row, nullptr, 0.0);
+}
+
+const Vec& DeepSqueeze::ownDense() {
+  if (!ownDense_) {
+    if (ownValues_.size() != x_.size()) ownValues_ = Vec::Zero(x_.size());
+    detail::decodeInto(c_, own_, ownValues_);
+    ownDense_ = true;
+  }
+  return ownValues_;
 }
 
 void DeepSqueeze::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull) {
@@ -89,11 +105,12 @@ void DeepSqueeze::mix(std::span<const Incoming> msgs, const topology::MixingRow&
       present += w;
     }
   }
-  // acc_ - x_half = eta sum_{j arrived} w_ij c_j, and the mix moves x by eta sum_j w_ij (c_j - c_i).
-  disagreement_ = training::norm64(present * own_ - (acc_ - x_) / p_.eta);
+  // The self term -eta sum_j w_ij c_i, from this node's own bytes (they decoded when they were made).
+  detail::decodeAdd(c_, own_, acc_, -(p_.eta * present));
+  // acc_ - x_half = eta sum_{j arrived} w_ij (c_j - c_i): the mixed sketches' disagreement times eta.
+  disagreement_ = training::norm64(acc_ - x_) / p_.eta;
+  if (pullTo) acc_ -= pull * (ownDense() - *pullTo);
   x_.swap(acc_);
-  x_ -= (p_.eta * present) * own_;
-  if (pullTo) x_ -= pull * (own_ - *pullTo);
   proxL1(x_, lr_ * p_.l1);
 }
 

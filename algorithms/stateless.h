@@ -38,8 +38,9 @@ class Dpsgd : public Algorithm {
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
-  Vec own_;      // decode of this node's own message
-  Vec step_;     // lr * g, saved from prepare
+  bool ownIsX_;             // the codec carries the state exactly: C(x_i) is x_i, own_ stays empty
+  Vec own_;                 // decode of this node's own message (lossy codecs only)
+  const Vec* g_ = nullptr;  // this round's gradient, owned by Node and unchanged until apply (not copied)
   double lr_ = 0;
 
  private:
@@ -74,6 +75,9 @@ class DeepSqueeze : public Algorithm {
   State readState(ByteReader& r) const;
   void commitState(State&& s);
 
+  // c_i decoded into a dense vector, made only when asked (Lsgd's pull); the mix itself adds own_'s bytes.
+  const Vec& ownDense();
+
   AlgorithmParams p_;
   const compress::Compressor& c_;
   PeerId self_;
@@ -82,7 +86,9 @@ class DeepSqueeze : public Algorithm {
  private:
   compress::ErrorFeedback ef_;  // owns the error memory delta
   Vec acc_;                     // next x, built aside so a rejected message leaves x untouched
-  Vec own_;                     // c_i, decode of own message
+  Bytes own_;                   // this round's own message c_i as sent (k values for top-k, not d)
+  Vec ownValues_;               // ownDense()'s vector, empty unless a pull needed it
+  bool ownDense_ = false;
 };
 
 }  // namespace gossip::algo

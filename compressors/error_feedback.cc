@@ -7,17 +7,36 @@
 namespace gossip::compress {
 
 ErrorFeedback::ErrorFeedback(const Compressor& c, std::uint32_t dim, double beta)
-    : c_(c), beta_(beta), memory_(dim, 0.0), p_(dim, 0.0) {
+    : c_(c), beta_(beta), memory_(dim, 0.0) {
   if (!(beta > 0.0 && beta <= 1.0)) throw ConfigError("compressor.beta must be in (0, 1]");
 }
 
 void ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out, std::span<Real> decoded) {
   GOSSIP_CHECK(x.size() == memory_.size() && decoded.size() == x.size());
+  p_.resize(memory_.size());
   for (std::size_t i = 0; i < x.size(); ++i) p_[i] = memory_[i] + x[i];
   c_.encode(std::span<const Real>(p_), rng, out);
   std::fill(decoded.begin(), decoded.end(), Real(0));
   c_.decodeAdd(out.view(), decoded, 1.0);
   for (std::size_t i = 0; i < x.size(); ++i) memory_[i] = static_cast<Real>((1.0 - beta_) * memory_[i] + beta_ * (p_[i] - decoded[i]));
+}
+
+void ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out) {
+  GOSSIP_CHECK(x.size() == memory_.size());
+  const std::span<Real> m(memory_);
+  if (beta_ == 1.0) {
+    // m <- p = m + x; c = C(p); m <- p - c: bit for bit the values of the other overload.
+    for (std::size_t i = 0; i < x.size(); ++i) m[i] += x[i];
+    c_.encode(std::span<const Real>(m), rng, out);
+    c_.decodeAdd(out.view(), m, -1.0);
+    return;
+  }
+  p_.resize(memory_.size());
+  for (std::size_t i = 0; i < x.size(); ++i) p_[i] = memory_[i] + x[i];
+  c_.encode(std::span<const Real>(p_), rng, out);
+  // m <- (1 - beta) m + beta p - beta c
+  for (std::size_t i = 0; i < x.size(); ++i) m[i] = static_cast<Real>((1.0 - beta_) * m[i] + beta_ * p_[i]);
+  c_.decodeAdd(out.view(), m, -beta_);
 }
 
 void ErrorFeedback::setMemory(std::span<const Real> m) {

@@ -23,6 +23,10 @@ class ErrorFeedback {
   // Encodes m + x into out, writes the decoded compressed value c into `decoded` (same length as x),
   // and updates the memory. `decoded` is exactly what receivers will reconstruct.
   void compress(std::span<const Real> x, Rng& rng, Encoded& out, std::span<Real> decoded);
+  // The same update without a dense decoded copy: with beta = 1 the memory itself holds p = m + x while it is
+  // encoded and then has c subtracted from the bytes (for top-k, k values), so no second vector of d values
+  // exists; beta < 1 needs p aside (a vector of d values, made on first use).
+  void compress(std::span<const Real> x, Rng& rng, Encoded& out);
 
   std::span<const Real> memory() const { return memory_; }
   // Restores a checkpointed memory; m.size() must equal the dimension.

@@ -19,7 +19,9 @@ namespace gossip::training {
 
 class ExternalGradient final : public GradientEstimator {
  public:
-  explicit ExternalGradient(Eigen::Index dim) : dim_(dim), g_(Vec::Zero(dim)) {}
+  // The gradient buffer is made on the first buffer() call: model mode never asks for one, and its d values
+  // would be a whole model's worth of memory held for nothing.
+  explicit ExternalGradient(Eigen::Index dim) : dim_(dim) {}
 
   // Where the next gradient is written (dim values). Valid until the next estimate().
   Vec& buffer() {

@@ -87,7 +87,9 @@ bool TrainerInput::input(engine::NodeEngine& engine, Round t, std::uint64_t now)
     return false;
   }
   if (bridge_->hasRequest()) {
-    const double loss = bridge_->readRequest(node.algorithm().x(), grad_->buffer());
+    // Model mode reads only the parameters: the gradient buffer (d values) is never made there.
+    training::Vec unused;
+    const double loss = bridge_->readRequest(node.algorithm().x(), c_.trainer.mode == "gradient" ? grad_->buffer() : unused);
     if (!std::isnan(loss)) loss_ = loss;
     if (c_.trainer.mode != "gradient") {
       grad_->supplyZero(loss_);

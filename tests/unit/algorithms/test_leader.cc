@@ -21,6 +21,16 @@ using namespace gossip::testing;
 namespace {
 
 constexpr Eigen::Index kDim = 40;
+// Gradients given to prepare() directly: an algorithm may read g until the round's apply() (algorithm.h), so
+// they must outlive it, as Node's own gradient does.
+const Vec& zeroGradient() {
+  static const Vec g = Vec::Zero(kDim);
+  return g;
+}
+const Vec& onesGradient() {
+  static const Vec g = Vec::Ones(kDim);
+  return g;
+}
 constexpr double kLr = 0.1;
 
 Vec targetOf(PeerId id) { return gossipStart(id + 50, kDim) * (0.2 + 0.3 * id); }
@@ -110,8 +120,8 @@ TEST_CASE("lsgd: a message without a finite loss trailer is rejected and the mod
   a->noteLoss(1.0);
   b->noteLoss(0.5);
   compress::Encoded ma, mb;
-  a->prepare(0, Vec::Zero(kDim), kLr, ma);
-  b->prepare(0, Vec::Zero(kDim), kLr, mb);
+  a->prepare(0, zeroGradient(), kLr, ma);
+  b->prepare(0, zeroGradient(), kLr, mb);
   topology::MixingRow row{.self = 0.5, .neighbors = {{1, 0.5}}};
   Bytes bad(mb.bytes.begin(), mb.bytes.end());
   const double nan = std::nan("");
@@ -142,9 +152,9 @@ TEST_CASE("lsgd: after a rejected payload the engine's retry without it pulls on
   b->noteLoss(0.5);
   d->noteLoss(2.0);
   compress::Encoded ma, mb, md;
-  a->prepare(0, Vec::Zero(kDim), kLr, ma);
-  b->prepare(0, Vec::Zero(kDim), kLr, mb);
-  d->prepare(0, Vec::Zero(kDim), kLr, md);
+  a->prepare(0, zeroGradient(), kLr, ma);
+  b->prepare(0, zeroGradient(), kLr, mb);
+  d->prepare(0, zeroGradient(), kLr, md);
   Bytes corrupt(md.bytes.begin(), md.bytes.end());
   corrupt[0] = std::byte{0xEE};  // an unknown codec id in the payload's header
   const topology::MixingRow row{.self = 0.5, .neighbors = {{1, 0.25}, {2, 0.25}}};
@@ -295,13 +305,13 @@ TEST_CASE("lsgd global leader: trailer sizes - bad trailers refused with the mod
   auto c = compress::makeCompressor({.name = "fp32"});
   const Vec x0 = gossipStart(0, kDim);
   compress::Encoded plain, with;
-  algo::makeAlgorithm({.name = "lsgd"}, *c, 0, x0)->prepare(0, Vec::Zero(kDim), kLr, plain);
+  algo::makeAlgorithm({.name = "lsgd"}, *c, 0, x0)->prepare(0, zeroGradient(), kLr, plain);
   auto a = algo::makeAlgorithm(globalParams(), *c, 0, x0);
-  a->prepare(0, Vec::Zero(kDim), kLr, with);
+  a->prepare(0, zeroGradient(), kLr, with);
   CHECK(with.size() == plain.size() + algo::Lsgd::kGlobalBytes);
   auto b = algo::makeAlgorithm(globalParams(), *c, 1, gossipStart(1, kDim));
   compress::Encoded mb;
-  b->prepare(0, Vec::Zero(kDim), kLr, mb);
+  b->prepare(0, zeroGradient(), kLr, mb);
   const topology::MixingRow row{.self = 0.5, .neighbors = {{1, 0.5}}};
   const std::size_t flagAt = mb.size() - algo::Lsgd::kHeaderBytes - algo::Lsgd::kGlobalBytes;
   Bytes badFlag(mb.bytes.begin(), mb.bytes.end());
@@ -334,8 +344,8 @@ TEST_CASE("lsgd global leader: a checkpoint taken while a copy waits to be relay
     ByteReader r(saved);
     restored->load(r);
     compress::Encoded want, got;
-    n->algorithm().prepare(kEpoch + 1, Vec::Zero(kDim), kLr, want);  // carries the relayed copy
-    restored->prepare(kEpoch + 1, Vec::Zero(kDim), kLr, got);
+    n->algorithm().prepare(kEpoch + 1, zeroGradient(), kLr, want);  // carries the relayed copy
+    restored->prepare(kEpoch + 1, zeroGradient(), kLr, got);
     CHECK(want.size() > 4 * static_cast<std::size_t>(kDim));
     CHECK(got.bytes == want.bytes);
     Bytes cut(saved.begin(), saved.end() - 20);
@@ -416,8 +426,8 @@ TEST_CASE("lsgd on deepsqueeze: checkpoint with the error memory - and another b
   ByteReader r(saved);
   b->load(r);
   compress::Encoded want, got;
-  const_cast<algo::Algorithm&>(a).prepare(6, Vec::Ones(kDim), kLr, want);  // uses the restored error memory
-  b->prepare(6, Vec::Ones(kDim), kLr, got);
+  const_cast<algo::Algorithm&>(a).prepare(6, onesGradient(), kLr, want);  // uses the restored error memory
+  b->prepare(6, onesGradient(), kLr, got);
   CHECK(got.bytes == want.bytes);
   auto plain = algo::makeAlgorithm({.name = "lsgd"}, *c, 2, Vec::Zero(kDim));
   ByteReader r2(saved);
