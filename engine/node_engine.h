@@ -124,7 +124,7 @@ class NodeEngine {
   // back in State chunks (engine/state_transfer.cc); chunks of the answer already received are kept when
   // the same peer is asked again.
   void requestState(PeerId from, Round round);
-  // Values per State chunk (default kStateChunkValues: 1 MiB of doubles); tests use small chunks.
+  // Values per State chunk (default kStateChunkValues: 1 MiB of float64, 512 KiB of float32 state); tests use small chunks.
   void setStateChunk(std::size_t values);
   // True when every edge the view wants is open (always true for stateless methods).
   bool edgesReady() const;
