@@ -53,7 +53,7 @@ Header parseHeader(std::span<const std::byte> file, const std::string& name) {
   if (flags != kOwnFlags) {
     const char* theirs = (flags & kFlagFloat32State) != 0 ? "float32" : "float64";
     bad(name, std::string("its state is ") + theirs + " and this gossipd keeps " + kRealName +
-                  " state (docs/algorithms.md, \"Precision\"): resume it with a " + theirs + " build (cmake -DGOSSIP_STATE_FLOAT64=" +
+                  " state (docs/algorithms.md, \"Precision and memory\"): resume it with a " + theirs + " build (cmake -DGOSSIP_STATE_FLOAT64=" +
                   (kRealIsDouble ? "OFF" : "ON") + "), or start this node in a new node.data_dir");
   }
   return h;

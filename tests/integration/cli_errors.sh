@@ -127,7 +127,7 @@ expect "reference sparsified" "codistill with a reference set sends class probab
 expect_ok "reference ok" "" -- "${REF[@]}" --set algorithm.name=codistill --set "algorithm.distill_reference=$TMP/ok2.csv" --set algorithm.rounds=3 --set cluster.nodes=2
 # Separable data, no L2: no finite optimum. A warning, and a run without rel.err, in seconds. Only with float64
 # state: with float32 (core/real.h) the reference solver's steps fall below the iterate's rounding and it cannot
-# tell this from an optimum (docs/algorithms.md, "Precision"); the run must still end in seconds.
+# tell this from an optimum (docs/algorithms.md, "Precision and memory"); the run must still end in seconds.
 printf 'a,label\n-2,0\n-1,0\n1,1\n2,1\n-3,0\n3,1\n' >"$TMP/sep.csv"
 if "$GOSSIPD" --version | grep -q "state float32"; then
   if timeout 60 "$GOSSIPD" sim "${CSV[@]}" --set algorithm.rounds=20 --set "data.train=$TMP/sep.csv" >"$TMP/out" 2>"$TMP/err"; then

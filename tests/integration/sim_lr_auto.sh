@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # last_error FILE: the last record's rel_error; lr FILE: the agreed step.
 last_error() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["records"][-1]["rel_error"])' "$1"; }
 below() { "$PY" -c 'import sys; x = float(sys.argv[1]); sys.exit(not (x == x and x <= float(sys.argv[2])))' "$1" "$2"; }
-# The bound is the state's precision (core/real.h, docs/algorithms.md "Precision"): 1e-8 with float64 state,
+# The bound is the state's precision (core/real.h, docs/algorithms.md "Precision and memory"): 1e-8 with float64 state,
 # 1e-4 with float32 (measured 2.2e-6 on the exactness problem).
 EXACT=1e-8
 "$GOSSIPD" --version | grep -q "state float32" && EXACT=1e-4

@@ -189,7 +189,7 @@ TEST_CASE("a bounded reference solve reports no optimum on separable data") {
   const auto model = makeModel(ms, 1, 2);
   const auto r = solveReference(*model, std::span(&shard, 1), {.max_iters = 3000, .max_seconds = 2.0});
   // float32 state (core/real.h): once the gradient steps fall below the iterate's rounding the solver cannot
-  // tell this from an optimum and reports one (docs/algorithms.md, "Precision"); the float64 build can.
+  // tell this from an optimum and reports one (docs/algorithms.md, "Precision and memory"); the float64 build can.
   if constexpr (kRealIsDouble) CHECK_FALSE(referenceFound(r));
   CHECK(r.x.norm() > 5);  // the iterate keeps growing
   ms.l2 = 0.1;
