@@ -7,8 +7,8 @@
 //    (codec header + body) and are exactly what goes on the wire.
 //  - decodeAdd(bytes, acc, scale) fuses decoding with mixing: acc += scale * C(x). Mixing a neighbour's
 //    message with weight w_ij never materialises a dense temporary.
-//  - Both float and double vectors are supported: training state is double (the exact methods must reach
-//    machine precision), bulk models and benchmarks may use float. Values on the wire are at most fp32.
+//  - Both float and double vectors are supported: node state is float32 by default and float64 in the
+//    float64 build (core/real.h); other callers (lgc's sums, tests) use double. Values on the wire are at most fp32.
 //  - Random choices come from the injected Rng, so a given (input, seed) always encodes to the same bytes.
 //  - Rule 1 of ALGORITHMS.md §3: the sender must use decodeAdd() on its own bytes to obtain the value
 //    it adds to its own replica, so sender and receivers agree bit for bit.

@@ -79,9 +79,9 @@ struct LinkInfo {
 };
 inline constexpr Round kNoRound = ~Round{0};
 
-// A model sent by state transfer travels in chunks of at most this many doubles (1 MiB), so that a large
-// model never sits in one frame ahead of a peer's control traffic, and a receiver asking again keeps the
-// chunks it has.
+// A model sent by state transfer travels in chunks of at most this many values of the state's type
+// (core/real.h: 512 KiB of float32, 1 MiB of float64), so that a large model never sits in one frame ahead of
+// a peer's control traffic, and a receiver asking again keeps the chunks it has.
 inline constexpr std::size_t kStateChunkValues = std::size_t{1} << 17;
 
 struct EngineStats {
@@ -124,7 +124,7 @@ class NodeEngine {
   // back in State chunks (engine/state_transfer.cc); chunks of the answer already received are kept when
   // the same peer is asked again.
   void requestState(PeerId from, Round round);
-  // Values per State chunk (default kStateChunkValues: 1 MiB of float64, 512 KiB of float32 state); tests use small chunks.
+  // Values per State chunk (default kStateChunkValues); tests use small chunks.
   void setStateChunk(std::size_t values);
   // True when every edge the view wants is open (always true for stateless methods).
   bool edgesReady() const;
@@ -250,7 +250,7 @@ class NodeEngine {
   struct StateAssembly {
     PeerId from = 0;
     Round round = 0;
-    std::uint32_t crc = 0;         // crc32c of the whole model (little-endian doubles), in every chunk
+    std::uint32_t crc = 0;         // crc32c of the whole model (little-endian Real values), in every chunk
     std::vector<Real> x;
     std::vector<bool> have;        // by value index
     std::size_t missing = 0;       // values still to come

@@ -98,17 +98,22 @@ echo "ok: every node ran to round $ROUNDS and stopped cleanly"
 # The reference: the same eight shards, no fault, run well past convergence by the simulator.
 "$GOSSIPD" sim --out "$WORK/sim.json" --save-models "$WORK/sim" "${args[@]}" --set algorithm.rounds=$((2 * ROUNDS)) \
   --set sim.eval_every=$ROUNDS >/dev/null 2>"$WORK/sim.err" || { cat "$WORK/sim.err" >&2; fail "gossipd sim"; }
-/usr/bin/python3 - "$WORK" $N <<'EOF' || fail "the merged cluster did not reach the full optimum"
+# The bound is the state's precision (docs/algorithms.md, "Precision and memory"): two runs of an exact method
+# with different histories end at fixed points that agree to the state's rounding, 1e-8 apart with float64
+# state and ~1e-5 with float32 (measured 7.4e-6, the reference itself 7.0e-6 from the solver's optimum).
+BOUND=1e-8
+"$GOSSIPD" --version | grep -q "state float32" && BOUND=1e-4
+/usr/bin/python3 - "$WORK" $N $BOUND <<'EOF' || fail "the merged cluster did not reach the full optimum"
 import json, sys
 import numpy as np
-work, n = sys.argv[1], int(sys.argv[2])
+work, n, bound = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 ref = json.load(open(f"{work}/sim.json"))["records"][-1]
 xs = np.mean([np.load(f"{work}/sim/node-{i}/model.npy") for i in range(n)], axis=0)
 errs = [float(np.linalg.norm(np.load(f"{work}/node-{i}/model.npy") - xs) / np.linalg.norm(xs)) for i in range(n)]
 print(f"info: reference run's own rel_error to the solver's optimum {ref.get('rel_error')}; "
       f"daemons' max relative distance to it {max(errs):.3g}")
-if not max(errs) <= 1e-8:
+if not max(errs) <= bound:
     print("FAIL: per node " + " ".join(f"{e:.3g}" for e in errs))
     sys.exit(1)
-print("ok: every node ends at the full 8-node optimum (max relative distance <= 1e-8)")
+print(f"ok: every node ends at the full 8-node optimum (max relative distance {max(errs):.3g} <= {bound:g})")
 EOF
