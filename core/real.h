@@ -3,8 +3,8 @@
 // (docs/algorithms.md, "Precision and memory"). float by default: a model of d parameters costs 4d bytes per
 // copy, as it does in the trainer, and the wire carries at most fp32 anyway. The float64 build
 // (cmake -DGOSSIP_STATE_FLOAT64=ON; the asan preset is one) keeps the machine-precision checks of the exact
-// methods. Reductions that need the range or the precision (losses, norms compared across nodes, the
-// reference solver) are computed in double whatever Real is.
+// methods. Reductions that need the range or the precision (losses, norms of state) are computed in double
+// whatever Real is; the reference solver runs on the model, so in Real (docs/algorithms.md says what that costs).
 namespace gossip {
 #if defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64
 using Real = double;

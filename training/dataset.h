@@ -16,7 +16,7 @@
 namespace gossip::training {
 
 // The state vector (core/real.h: float32 unless the build says float64). Vec64 is for what is always double:
-// the reference solver's optimum and reductions compared across nodes.
+// the synthetic data generator, the smoothness bound and the tests' oracles.
 using Vec = Eigen::Matrix<Real, Eigen::Dynamic, 1>;
 using Vec64 = Eigen::VectorXd;
 using Mat = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic>;
