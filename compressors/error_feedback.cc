@@ -11,21 +11,11 @@ ErrorFeedback::ErrorFeedback(const Compressor& c, std::uint32_t dim, double beta
   if (!(beta > 0.0 && beta <= 1.0)) throw ConfigError("compressor.beta must be in (0, 1]");
 }
 
-void ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out, std::span<Real> decoded) {
-  GOSSIP_CHECK(x.size() == memory_.size() && decoded.size() == x.size());
-  p_.resize(memory_.size());
-  for (std::size_t i = 0; i < x.size(); ++i) p_[i] = memory_[i] + x[i];
-  c_.encode(std::span<const Real>(p_), rng, out);
-  std::fill(decoded.begin(), decoded.end(), Real(0));
-  c_.decodeAdd(out.view(), decoded, 1.0);
-  for (std::size_t i = 0; i < x.size(); ++i) memory_[i] = static_cast<Real>((1.0 - beta_) * memory_[i] + beta_ * (p_[i] - decoded[i]));
-}
-
 void ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out) {
   GOSSIP_CHECK(x.size() == memory_.size());
   const std::span<Real> m(memory_);
   if (beta_ == 1.0) {
-    // m <- p = m + x; c = C(p); m <- p - c: bit for bit the values of the other overload.
+    // m <- p = m + x; c = C(p); m <- p - c (one rounding, as p - c computed aside would have).
     for (std::size_t i = 0; i < x.size(); ++i) m[i] += x[i];
     c_.encode(std::span<const Real>(m), rng, out);
     c_.decodeAdd(out.view(), m, -1.0);

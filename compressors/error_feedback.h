@@ -20,12 +20,9 @@ class ErrorFeedback {
  public:
   ErrorFeedback(const Compressor& c, std::uint32_t dim, double beta = 1.0);
 
-  // Encodes m + x into out, writes the decoded compressed value c into `decoded` (same length as x),
-  // and updates the memory. `decoded` is exactly what receivers will reconstruct.
-  void compress(std::span<const Real> x, Rng& rng, Encoded& out, std::span<Real> decoded);
-  // The same update without a dense decoded copy: with beta = 1 the memory itself holds p = m + x while it is
-  // encoded and then has c subtracted from the bytes (for top-k, k values), so no second vector of d values
-  // exists; beta < 1 needs p aside (a vector of d values, made on first use).
+  // Encodes p = m + x into out and updates the memory, with c = decode(out), exactly what receivers reconstruct.
+  // No dense copy of c is made: with beta = 1 the memory itself holds p while it is encoded and then has c
+  // subtracted from the bytes (for top-k, k values); beta < 1 needs p aside (d values, made on first use).
   void compress(std::span<const Real> x, Rng& rng, Encoded& out);
 
   std::span<const Real> memory() const { return memory_; }

@@ -103,9 +103,8 @@ TEST_CASE("lgc learner: the basis spans a planted subspace and is deterministic"
       for (std::uint32_t i = 0; i < kBlock; ++i) x(k * kBlock + i) += 1e-3 * rng.normal();
     }
     for (int i = 0; i < 5; ++i) x(3 * kBlock + i) = 100.0;
-    const Vec64 xd = x.cast<double>();  // the learner sums messages in double
-    learner.add(std::span<const double>(xd.data(), static_cast<std::size_t>(xd.size())));
-    again.add(std::span<const double>(xd.data(), static_cast<std::size_t>(xd.size())));
+    learner.add(std::span<const double>(x.data(), static_cast<std::size_t>(x.size())));
+    again.add(std::span<const double>(x.data(), static_cast<std::size_t>(x.size())));
   }
   CHECK(learner.samples() == 150);
   const auto b = learner.basis();
