@@ -20,6 +20,8 @@ enum class BridgeError {  // Replaced stays last (test_trainer_bridge counts the
   BadDim,              // bad_dim: "dim" missing, or not a positive integer
   BadDtype,            // bad_dtype: "dtype" neither float32 nor float64
   DimMismatch,         // dim_mismatch: "dim" is not the size of the daemon's model
+  BadLayout,           // bad_layout: "layout" is not a list of [name, [shape...], dtype] adding up to dim
+  LayoutMismatch,      // layout_mismatch: the tensors' names, shapes or dtypes differ from the daemon's model
   // init.
   InitUnexpected,  // init_unexpected: init from the attached trainer while the daemon did not ask for one
   NonfiniteInit,   // nonfinite_init: the initial parameters hold a NaN or an infinity
@@ -43,6 +45,8 @@ constexpr std::string_view bridgeErrorCode(BridgeError e) {
     case BridgeError::BadDim: return "bad_dim";
     case BridgeError::BadDtype: return "bad_dtype";
     case BridgeError::DimMismatch: return "dim_mismatch";
+    case BridgeError::BadLayout: return "bad_layout";
+    case BridgeError::LayoutMismatch: return "layout_mismatch";
     case BridgeError::InitUnexpected: return "init_unexpected";
     case BridgeError::NonfiniteInit: return "nonfinite_init";
     case BridgeError::InitFirst: return "init_first";
@@ -57,7 +61,8 @@ constexpr std::string_view bridgeErrorCode(BridgeError e) {
 // Every code, for tests and documentation checks.
 inline constexpr BridgeError kBridgeErrors[] = {
     BridgeError::NotJson,       BridgeError::NoOp,      BridgeError::UnknownOp,      BridgeError::VersionUnsupported,
-    BridgeError::BadDim,        BridgeError::BadDtype,  BridgeError::DimMismatch,    BridgeError::InitUnexpected,
+    BridgeError::BadDim,        BridgeError::BadDtype,  BridgeError::DimMismatch,    BridgeError::BadLayout,
+    BridgeError::LayoutMismatch, BridgeError::InitUnexpected,
     BridgeError::NonfiniteInit, BridgeError::InitFirst, BridgeError::WrongMode,      BridgeError::RequestPending,
     BridgeError::NotAttached,   BridgeError::Replaced};
 

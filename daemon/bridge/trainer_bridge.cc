@@ -103,12 +103,16 @@ struct TrainerBridge::Impl {
   struct Trainer {
     std::string identity;  // ROUTER routing id of its DEALER
     std::size_t dim = 0;
+    ModelLayout layout;  // what its attach named
     bool f64 = false;
     long long pid = 0;
     std::unique_ptr<SharedMemory> shm;
     bool awaitingInit = false;  // attached with init:true, init not received yet
   };
   std::optional<Trainer> trainer;
+  // The model's layout: the first trainer's (init), or the one the runtime read from the data directory.
+  // Unknown (a data directory from before layouts): any attach of the right dim is taken.
+  std::optional<ModelLayout> layout;
   bool everAttached = false;
   std::uint64_t lastHeard = 0;
   enum class Op { None, Mix, Grad };
@@ -209,6 +213,15 @@ struct TrainerBridge::Impl {
     if (model && static_cast<std::uint64_t>(model->size()) != dim)
       return error(id, BridgeError::DimMismatch,
                    "trainer has " + std::to_string(dim) + " parameters, the daemon's model has " + std::to_string(model->size()));
+    ModelLayout attachLayout;
+    if (const auto bad = ModelLayout::parse(m.contains("layout") ? &m["layout"] : nullptr, dim, attachLayout))
+      return error(id, BridgeError::BadLayout, *bad);
+    if (layout && layout->dim == dim) {
+      if (const auto diff = describeLayoutDifference(*layout, attachLayout, "in the daemon's model", "in the trainer's");
+          !diff.empty())
+        return error(id, BridgeError::LayoutMismatch,
+                     diff + " (a node trains one module: attach that module, or give this node a new node.data_dir)");
+    }
     if (trainer && trainer->identity != id) {
       if (pending != Op::None || !serving.empty()) error(trainer->identity, BridgeError::Replaced, "replaced by another trainer");
       o.log->info("trainer replaced by a new attach");
@@ -219,6 +232,7 @@ struct TrainerBridge::Impl {
     Trainer t;
     t.identity = id;
     t.dim = dim;
+    t.layout = std::move(attachLayout);
     t.f64 = item == 8;
     t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
     trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
@@ -258,6 +272,7 @@ struct TrainerBridge::Impl {
       return error(id, BridgeError::NonfiniteInit, "the initial parameters hold a non-finite value");
     trainer->awaitingInit = false;
     initial = std::move(x);
+    layout = trainer->layout;
     initFrom = id;
   }
 
@@ -325,6 +340,10 @@ void TrainerBridge::poll(std::uint64_t nowMs, const Vec* model, Round next) {
 void TrainerBridge::waitReadable(int timeoutMs) { (void)impl_->server->wait(timeoutMs); }
 
 std::optional<Vec> TrainerBridge::takeInitial() { return std::exchange(impl_->initial, std::nullopt); }
+
+void TrainerBridge::setLayout(ModelLayout layout) { impl_->layout = std::move(layout); }
+
+const std::optional<ModelLayout>& TrainerBridge::layout() const { return impl_->layout; }
 
 void TrainerBridge::ready(const Vec& model, Round next) {
   Impl& i = *impl_;

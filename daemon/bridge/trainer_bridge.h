@@ -2,18 +2,20 @@
 // TrainerBridge: the daemon's end of the trainer protocol (docs/trainer.md). A trainer process on the same
 // machine attaches over ZeroMQ (ROUTER at ipc://<data_dir>/trainer.sock, one JSON frame per message); the
 // parameters and the gradient never travel in messages but sit in a shared-memory file the bridge creates
-// per attach (/dev/shm, parameters then gradient, in the trainer's dtype).
+// per attach (/dev/shm, parameters then gradient, in the trainer's dtype). The attach names the tensors
+// (daemon/bridge/model_layout.h); once the node has a model, an attach naming others is refused.
 //
 // The bridge only talks and copies; NodeRuntime decides when a round runs:
 //   poll()          answers attach / init / report / detach at once, keeps a mix or grad request pending
 //   hasRequest()    a trainer waits for a round: readRequest() moves its parameters (model mode) or its
-//                   gradient (gradient mode) into the algorithm's float64 state, one conversion pass
-//   finishRound()   writes the mixed model back into the shared memory (one conversion pass) and replies
-// The conversion passes are streaming and split over threads (daemon/bridge/param_copy.h), which is what brings a
+//                   gradient (gradient mode) into the algorithm's state (core/real.h), one copy or
+//                   conversion pass
+//   finishRound()   writes the mixed model back into the shared memory (one pass) and replies
+// The passes are streaming and split over threads (daemon/bridge/param_copy.h), which is what brings a
 // round of the bridge under two memcpys of the parameters (docs/results.md §10).
 // Why shared memory and not the parameters inside the messages: a trainer's tensors can be views into the
-// mapping, so a round costs the trainer no copy at all and the daemon one read and one write of the model,
-// the conversions to and from float64 it needs anyway (bench/trainer_bridge.sh measures both designs).
+// mapping, so a round costs the trainer no copy at all and the daemon one read and one write of the model
+// (bench/trainer_bridge.sh measures both designs).
 //
 // Liveness: a socket monitor counts the trainer's connections; when the last one closes (the trainer
 // exited or was killed) the trainer is detached. The socket and its monitor are a peer::RequestServer
@@ -28,6 +30,7 @@
 #include <string>
 
 #include "core/types.h"
+#include "daemon/bridge/model_layout.h"
 #include "daemon/log/log.h"
 #include "training/dataset.h"
 
@@ -73,6 +76,10 @@ class TrainerBridge {
   // init is answered with `ready` when the runtime calls ready(model) after building its node.
   std::optional<training::Vec> takeInitial();
   void ready(const training::Vec& model, Round next);
+  // The model's layout (daemon/bridge/model_layout.h): set from the data directory on a restart, or taken
+  // from the trainer whose init became the initial model. Once known, an attach with another is refused.
+  void setLayout(ModelLayout layout);
+  const std::optional<ModelLayout>& layout() const;
 
   // A trainer is attached and has spoken within idle_timeout_ms.
   bool attached(std::uint64_t nowMs) const;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/real.h"
+#include "daemon/bridge/model_layout.h"
 #include "engine/frame.h"
 #include "membership/membership.h"
 
@@ -26,7 +27,7 @@ bool parseIdentity(std::string_view text, std::map<std::string, std::string, std
 
 }  // namespace
 
-std::string clusterIdentity(const Config& c, std::size_t dim) {
+std::string clusterIdentity(const Config& c, std::size_t dim, std::string_view trainerLayout) {
   const nlohmann::json all = toJson(c);
   std::map<std::string, std::string> kv;
   const auto take = [&](const char* section, const char* key) {
@@ -41,6 +42,8 @@ std::string clusterIdentity(const Config& c, std::size_t dim) {
   take("trainer", "enable");
   if (c.trainer.enable) {
     take("trainer", "mode");
+    // The tensors the trainers bound (daemon/bridge/model_layout.h): same count, another module is refused.
+    kv["model.layout"] = trainerLayout.empty() ? nlohmann::json("unknown").dump() : std::string(trainerLayout);
   } else {
     for (const char* k : {"kind", "l1", "l2"}) take("model", k);
     if (c.model.kind == "mlp") take("model", "hidden");
@@ -76,7 +79,10 @@ std::string describeIdentityDifference(std::string_view ours, std::string_view t
   std::string out;
   for (const auto& [k, v] : diff) {
     if (!out.empty()) out += "; ";
-    out += k + " is " + v.first + " " + std::string(here) + ", " + v.second + " " + std::string(there);
+    if (k == "model.layout" && v.first != "(unset)" && v.second != "(unset)")  // a long list: its first difference
+      out += "model.layout: " + describeLayoutIdentityDifference(v.first, v.second, here, there);
+    else
+      out += k + " is " + v.first + " " + std::string(here) + ", " + v.second + " " + std::string(there);
   }
   return out;
 }

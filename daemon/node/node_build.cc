@@ -232,7 +232,7 @@ void NodeRuntime::Impl::makeMembership() {
   mo.indirect_probes = c.cluster.indirect_probes;
   mo.suspicion_mult = c.cluster.suspicion_mult;
   mo.recontact_interval = std::chrono::milliseconds(c.cluster.recontact_interval_ms);
-  identity = clusterIdentity(c, engine->node().algorithm().x().size());
+  identity = clusterIdentity(c, engine->node().algorithm().x().size(), trainer ? trainer->layoutIdentity() : "");
   if (!membership) checkClusterFile();  // once per process: the first life's identity is the directory's
   mo.identity = identity;
   std::vector<std::string> seeds;

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
 
+#include "core/error.h"
 #include "daemon/bridge/trainer_node.h"
 #include "daemon/node/model_out.h"
 
@@ -33,6 +35,15 @@ TrainerInput::TrainerInput(const Config& c, PeerId id, Incarnation incarnation, 
 bool TrainerInput::start(bool haveCheckpoint) {
   unsigned long long dim = 0;
   if (std::ifstream in(dir_ / "trainer_dim"); in) in >> dim;
+  // The layout the first trainer named (absent in a directory from before layouts: then any is taken).
+  if (std::ifstream in(dir_ / kLayoutFile, std::ios::binary); in) {
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ModelLayout layout;
+    if (const auto bad = parseLayoutFile(text, layout))
+      throw IoError("'" + (dir_ / kLayoutFile).string() + "' is damaged (" + *bad +
+                    "); restore it, or delete it to accept any trainer with the model's size");
+    bridge_->setLayout(std::move(layout));
+  }
   if (dim > 0 && haveCheckpoint) {
     x0_ = training::Vec::Zero(static_cast<Eigen::Index>(dim));
     placeholder_ = true;
@@ -52,6 +63,10 @@ bool TrainerInput::waitForModel() {
       placeholder_ = false;
       const std::string text = std::to_string(x0_.size()) + "\n";
       writeFileAtomic(dir_ / "trainer_dim", std::as_bytes(std::span(text)));
+      if (const auto& layout = bridge_->layout()) {  // also model.npy's index: each tensor's name, shape, offset
+        const std::string index = layoutFileText(*layout);
+        writeFileAtomic(dir_ / kLayoutFile, std::as_bytes(std::span(index)));
+      }
       return true;
     }
     if (now >= note) {
@@ -60,6 +75,11 @@ bool TrainerInput::waitForModel() {
     }
     bridge_->waitReadable(100);
   }
+}
+
+std::string TrainerInput::layoutIdentity() const {
+  const auto& layout = bridge_->layout();
+  return layout ? layout->identityValue() : std::string();
 }
 
 std::unique_ptr<algo::Node> TrainerInput::makeNode(Incarnation incarnation) {

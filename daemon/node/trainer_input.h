@@ -2,9 +2,9 @@
 // TrainerInput (trainer.enable, docs/trainer.md): a trainer process drives the node's rounds through the
 // bridge (daemon/bridge/trainer_bridge.h). This holds the node's side of it: the bridge, the method's
 // codec (there is no SimProblem in trainer mode), the first model (from the first trainer that attaches,
-// its size kept in data_dir/trainer_dim, or a placeholder of that size a checkpoint overwrites), the
-// gradient the node's estimator reads, and the decision, each time a round could begin, whether the
-// trainer's input is there.
+// its size kept in data_dir/trainer_dim and its layout in data_dir/model_layout.json, or a placeholder of
+// that size a checkpoint overwrites), the gradient the node's estimator reads, and the decision, each time
+// a round could begin, whether the trainer's input is there.
 //
 // Threading: node thread only (the bridge's copy workers are started and joined inside its calls).
 #include <atomic>
@@ -37,6 +37,10 @@ class TrainerInput {
   // Blocks (polling the bridge) until a trainer gives its parameters; false on a stop signal.
   bool waitForModel();
   bool placeholder() const { return placeholder_; }
+  // The model's layout for the cluster identity (ModelLayout::identityValue; empty while unknown).
+  std::string layoutIdentity() const;
+  // data_dir's layout file: written at the first trainer's init, read back on every restart.
+  static constexpr const char* kLayoutFile = "model_layout.json";
 
   // A node for the engine: the first model, or (later lives) a zero model of its size that the caller
   // loads a state into.

@@ -208,14 +208,16 @@ class Trainer:
     def bind(self, module: Any) -> Any:
         """Attach with the parameters of a torch module and make them views of the shared memory.
 
-        All of ``module.parameters()`` are taken, in that order, whether they require a gradient or not
-        (frozen ones are mixed too and get a zero gradient in gradient mode). Afterwards each ``p.data``
-        is a view into the parameter region: optimizers (created before or after) keep working on the same
+        The parameters that require a gradient are taken, in ``named_parameters()`` order; frozen ones
+        (``requires_grad=False``) are neither sent nor changed. Their names, shapes and dtypes go with the
+        attach: the daemon refuses a module whose layout differs from its model's (``layout_mismatch``) and
+        a neighbour whose trainer bound another. Afterwards each ``p.data`` is a view into the parameter
+        region: optimizers (created before or after) keep working on the same
         Parameter objects, and the daemon's mixed model shows in the module with no copy. If the daemon
         already has a model (a restart, a re-attach) the module shows it; the module's own values are then
         dropped, never written over the daemon's. Do not replace ``p.data`` later (``module.to()``,
-        ``.float()``, ``.double()``); the parameters must be on the CPU with the attach dtype. Returns the
-        module.
+        ``.float()``, ``.double()``): mix and step check that every parameter is still its view and raise
+        GossipdError if not. The parameters must be on the CPU with the attach dtype. Returns the module.
         """
         self._need_unbound()
         from .torch_helper import ModuleBinding  # torch only for torch users
@@ -258,6 +260,7 @@ class Trainer:
                                "(numpy: step_array), not mix")
         if self._done:
             return
+        self._check_bound()
         msg: dict = {"op": "mix"}
         v = _number(loss, "loss")
         if v is not None:
@@ -286,6 +289,7 @@ class Trainer:
                                "with bind_array fill g.grad and call step_array(loss)")
         if self._done:
             return None
+        self._check_bound()
         while True:
             self._binding.zero_grad()
             loss = closure()
@@ -424,6 +428,10 @@ class Trainer:
         if self._binding is None or not self._info:
             raise GossipdError("gossipd: call bind(module) or bind_array(n) first")
 
+    def _check_bound(self) -> None:
+        if hasattr(self._binding, "check_bound"):
+            self._binding.check_bound()
+
     def _on_mixed(self, reply: dict) -> None:
         if isinstance(reply.get("round"), int):
             self._round = reply["round"]
@@ -557,6 +565,8 @@ class Trainer:
         to it and, if the daemon asks for it, send init. Returns the reply's init."""
         b = self._binding
         msg = {"op": "attach", "version": PROTOCOL_VERSION, "dim": b.dim, "dtype": self.dtype, "pid": os.getpid()}
+        if getattr(b, "layout", None) is not None:
+            msg["layout"] = b.layout
         while True:
             # A daemon that ran its last round while this trainer was busy (or not answering) has exited:
             # retrying for reconnect_timeout would only keep the trainer (and `gossipd cluster`) waiting.

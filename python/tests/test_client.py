@@ -706,12 +706,13 @@ class TestTorch(Base):
     def model(self):
         torch.manual_seed(0)
         m = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh(), torch.nn.Linear(2, 1))
-        m[2].bias.requires_grad_(False)  # a frozen parameter is bound too
+        m[2].bias.requires_grad_(False)  # a frozen parameter: not bound
         return m
 
     @staticmethod
     def flat(m):
-        return torch.cat([p.detach().reshape(-1) for p in m.parameters()]).numpy().astype(np.float64)
+        """The bound (trainable) parameters, flattened in order."""
+        return torch.cat([p.detach().reshape(-1) for p in m.parameters() if p.requires_grad]).numpy().astype(np.float64)
 
     def test_bind_makes_the_parameters_views(self):
         m = self.model()
@@ -721,7 +722,7 @@ class TestTorch(Base):
         d = self.daemon()
         g = self.attach()
         self.assertIs(g.bind(m), m)
-        self.assertEqual(g.dim, 3 * 2 + 2 + 2 + 1)
+        self.assertEqual(g.dim, 3 * 2 + 2 + 2)  # the frozen bias is not in it
         np.testing.assert_array_equal(d.inits[0], before)
         self.assertEqual([id(p) for p in m.parameters()], [id(p) for p in params])
         # shm -> module
@@ -729,9 +730,10 @@ class TestTorch(Base):
         self.assertEqual(m[0].weight[0, 0].item(), 42.0)
         # module -> shm
         with torch.no_grad():
-            m[2].bias.fill_(-3.0)
+            m[2].weight[0, 1] = -3.0
         self.assertEqual(g.params[-1], -3.0)
         self.assertEqual(d.params()[-1], -3.0)
+        frozen = m[2].bias.detach().clone()
         # an optimizer step writes into the shared memory; mix brings the mixed model back
         x = torch.randn(5, 3)
         for _ in range(2):
@@ -742,15 +744,15 @@ class TestTorch(Base):
             stepped = self.flat(m)
             self.assertFalse(np.array_equal(old, stepped))
             np.testing.assert_array_equal(g.params, stepped)
-            self.assertEqual(stepped[-1], old[-1])  # frozen: no step
             g.mix(loss=1.0)
+            self.assertTrue(torch.equal(m[2].bias, frozen))  # frozen: neither stepped nor mixed
             np.testing.assert_array_equal(d.mixes[-1][0], stepped.astype(np.float32))
             np.testing.assert_allclose(self.flat(m), default_mix(stepped.astype(np.float32).astype(np.float64),
                                                                  len(d.mixes) - 1), rtol=1e-6)
 
     def test_bind_with_a_daemon_model_keeps_the_module_values_out(self):
         m = self.model()
-        model = np.arange(11, dtype=np.float64)
+        model = np.arange(10, dtype=np.float64)
         d = self.daemon(model=model)
         g = self.attach()
         g.bind(m)
@@ -781,9 +783,8 @@ class TestTorch(Base):
         self.assertEqual(len(d.grads), 2)
         for (at, grads, l), (sent, sent_loss) in zip(calls, d.grads):
             want = torch.cat([torch.zeros(p.numel()) if gr is None else gr.reshape(-1)
-                              for p, gr in zip(m.parameters(), grads)]).numpy()
+                              for p, gr in zip(m.parameters(), grads) if p.requires_grad]).numpy()
             np.testing.assert_array_equal(sent, want)
-            self.assertEqual(sent[-1], 0.0)  # the frozen bias has no grad: zero
             self.assertAlmostEqual(sent_loss, l, places=6)
         np.testing.assert_allclose(calls[1][0], calls[0][0] - 0.5 * d.grads[0][0], rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(self.flat(m), d.model, rtol=1e-6)
@@ -798,12 +799,12 @@ class TestTorch(Base):
         g = self.attach(timeout=0.3)
         g.bind(m)
         g.mix()
-        b = self.daemon(start=False, model=np.full(11, 5.0))
+        b = self.daemon(start=False, model=np.full(10, 5.0))
         self.start_later(b, 0.4)
         with contextlib.redirect_stderr(io.StringIO()):
             g.mix()
         self.assertTrue(a.dead.is_set())
-        np.testing.assert_array_equal(self.flat(m), np.full(11, 5.0))
+        np.testing.assert_array_equal(self.flat(m), np.full(10, 5.0))
         self.assertEqual(b.inits, [])
         b.params()[3] = -1.0  # the module is a view of the new mapping
         self.assertEqual(self.flat(m)[3], -1.0)
@@ -825,6 +826,44 @@ class TestTorch(Base):
         view[:] = 0.0  # the daemon's memory after detach is no longer the module
         np.testing.assert_array_equal(self.flat(m), mixed)
         m(torch.ones(1, 3)).sum().backward()  # still a working module
+
+    def test_the_attach_names_the_bound_tensors(self):
+        d = self.daemon()
+        g = self.attach()
+        g.bind(self.model())
+        attach = next(m for m in d.log if m.get("op") == "attach")
+        self.assertEqual(attach["layout"], [["0.weight", [2, 3], "float32"], ["0.bias", [2], "float32"],
+                                            ["2.weight", [1, 2], "float32"]])
+        self.assertEqual(sum(int(np.prod(s)) for _, s, _ in attach["layout"]), attach["dim"])
+        g.detach()
+        d.stop()
+        d2 = self.daemon(model=np.zeros(4))
+        a = self.attach()
+        a.bind_array(4)
+        self.assertNotIn("layout", next(m for m in d2.log if m.get("op") == "attach"))  # numpy: unnamed
+
+    def test_a_layout_mismatch_is_a_bridge_error_with_its_code(self):
+        self.daemon(attach_error=("layout_mismatch", "tensor 0 is \"a\" [2] float32 in the daemon's model, ..."))
+        g = self.attach()
+        with self.assertRaises(gossipd.BridgeError) as e:
+            g.bind(self.model())
+        self.assertEqual(e.exception.code, "layout_mismatch")
+
+    def test_a_parameter_that_left_the_shared_memory_is_refused_at_mix(self):
+        for name, rebind in (("double", lambda m: m.double()),
+                             ("data", lambda m: setattr(m[0].bias, "data", m[0].bias.data.clone()))):
+            with self.subTest(name):
+                m = self.model()
+                d = self.daemon()
+                g = self.attach()
+                g.bind(m)
+                g.mix()
+                rebind(m)
+                with self.assertRaisesRegex(gossipd.GossipdError, "parameter '0.(weight|bias)' is no longer in the shared memory"):
+                    g.mix()
+                self.assertEqual(len(d.mixes), 1)  # nothing was sent
+                g.detach()
+                d.stop()
 
     def test_wrong_dtype_is_refused(self):
         self.daemon()

@@ -51,3 +51,15 @@ TEST_CASE("cluster identity: the difference names each key with both values") {
   CHECK(describeIdentityDifference("a=1\n", "a=1\nb=2\n") == "b is (unset) here, 2 there");
   CHECK(describeIdentityDifference(a, "garbage").find("not one this version reads") != std::string::npos);
 }
+
+TEST_CASE("cluster identity: a trainer's layout is in it - the refusal names the first tensor that differs") {
+  const Config t = withSets({"trainer.enable=true"});
+  const std::string a = R"([["fc1.weight",[4,3],"float32"],["fc1.bias",[4],"float32"]])";
+  const std::string b = R"([["fc1.bias",[4],"float32"],["fc1.weight",[4,3],"float32"]])";
+  const std::string ia = clusterIdentity(t, 16, a);
+  CHECK(ia.find("model.layout=" + a + "\n") != std::string::npos);
+  CHECK(clusterIdentity(t, 16).find("model.layout=\"unknown\"\n") != std::string::npos);
+  CHECK(clusterIdentity(withSets({}), 16, a).find("model.layout") == std::string::npos);  // built-in models: model.*
+  const std::string d = describeIdentityDifference(ia, clusterIdentity(t, 16, b), "here", "at node 2");
+  CHECK(d == R"(model.layout: tensor 0 is "fc1.weight" [4, 3] float32 here, "fc1.bias" [4] float32 at node 2)");
+}

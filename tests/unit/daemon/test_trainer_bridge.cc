@@ -153,6 +153,49 @@ TEST_CASE("first start: the trainer's parameters become the initial model") {
   CHECK(b.stateName(0) == "attached");
 }
 
+TEST_CASE("the first trainer's layout is the node's - a later attach with another is refused - naming the tensor") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  const json layout = json::parse(R"([["fc.weight",[2,2],"float32"],["fc.bias",[2],"float32"]])");
+  std::optional<Vec> x0;
+  {
+    Client c(b.endpoint());
+    json m = attachMsg(6);
+    m["layout"] = layout;
+    c.send(m);
+    auto r = c.reply(b, nullptr, 0);
+    REQUIRE(r["op"] == "attached");
+    CHECK(!b.layout());  // not the node's until its init is the initial model
+    c.send({{"op", "init"}});
+    for (int i = 0; i < 200 && !x0; ++i) {
+      b.poll(0, nullptr, 0);
+      x0 = b.takeInitial();
+      b.waitReadable(5);
+    }
+    REQUIRE(x0);
+  }
+  REQUIRE(b.layout());
+  CHECK(b.layout()->toJson() == layout);
+  Client c(b.endpoint());
+  json swapped = attachMsg(6);
+  swapped["layout"] = json::parse(R"([["fc.bias",[2],"float32"],["fc.weight",[2,2],"float32"]])");
+  c.send(swapped);
+  CHECK(errorOf(c.reply(b, &*x0, 0)) ==
+        "layout_mismatch: tensor 0 is \"fc.weight\" [2, 2] float32 in the daemon's model, \"fc.bias\" [2] float32 in the "
+        "trainer's (a node trains one module: attach that module, or give this node a new node.data_dir)");
+  c.send(attachMsg(6));  // no layout (bind_array): an unnamed vector, not the node's model either
+  CHECK(errorOf(c.reply(b, &*x0, 0)).rfind("layout_mismatch: the model is 2 named tensors in the daemon's model, "
+                                           "an unnamed vector of 6 values", 0) == 0);
+  json bad = attachMsg(6);
+  bad["layout"] = json::parse(R"([["fc.weight",[2,2],"float32"]])");
+  c.send(bad);
+  CHECK(errorOf(c.reply(b, &*x0, 0)) == "bad_layout: the layout's tensors hold 4 values, not dim = 6");
+  json same = attachMsg(6);
+  same["layout"] = layout;
+  c.send(same);
+  CHECK(c.reply(b, &*x0, 0)["op"] == "attached");
+}
+
 TEST_CASE("a model round: parameters in - mixed model out - one reply") {
   TempDir d;
   TrainerBridge b(options(d.path));

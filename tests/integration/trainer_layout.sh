@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# A torch module through the trainer bridge (docs/trainer.md, "Layout"), on real daemons: its frozen layer
+# is neither sent nor changed (DeepSqueeze with top-k moved one by 140% of its norm when every parameter was
+# mixed); the bound tensors' names, shapes and offsets are written to model_layout.json beside model.npy; a
+# node whose trainer bound another module of the same size is refused at join with the first tensor that
+# differs; a trainer attaching another module to a running node gets layout_mismatch and the node's own
+# trainer goes on.
+GOSSIPD=$1
+source "$(dirname "$0")/daemon_lib.sh"
+/usr/bin/python3 -c "import torch" 2>/dev/null || fail "python3-torch is missing (make deps installs it)"
+TRAINER=(/usr/bin/python3 "$(cd "$(dirname "$0")" && pwd)/trainer_module.py")
+ROUNDS=1500
+args=(--set trainer.enable=true --set trainer.mode=model --set algorithm.name=deepsqueeze --set compressor.name=topk
+      --set compressor.ratio=0.3 --set algorithm.eta=0.5 --set cluster.nodes=2 --set cluster.topology=ring
+      --set algorithm.rounds=$ROUNDS --set monitor.status_every_ms=100 --set node.checkpoint_every=200)
+json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+start_trainer() {  # start_trainer DATA_DIR OUT ARGS...: sets TRAINER_PID
+  "${TRAINER[@]}" "$1" "$2" "${@:3}" >>"$1/trainer.log" 2>&1 &
+  TRAINER_PID=$!
+  PIDS+=($!)
+}
+
+start_node 0 "" "${args[@]}"
+wait_for 20 "node 0 to bind its trainer socket" test -S "$WORK/node-0/trainer.sock"
+start_trainer "$WORK/node-0" "$WORK/out0.json"
+T0=$TRAINER_PID
+wait_for 60 "node 0 to write model_layout.json (its trainer's init)" test -s "$WORK/node-0/model_layout.json"
+/usr/bin/python3 - "$WORK/node-0/model_layout.json" <<'PY' || fail "model_layout.json: $(cat "$WORK/node-0/model_layout.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+names = [t["name"] for t in j["tensors"]]
+assert names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"], names  # embed.* is frozen: not bound
+assert [t["offset"] for t in j["tensors"]] == [0, 48, 54, 72] and j["dim"] == 75, j
+PY
+echo "ok: model_layout.json names the 4 trainable tensors (the frozen embed.* left out)"
+
+# A node whose trainer bound the swapped module (same 75 values, fc2 before fc1) is refused at join.
+seed=$(endpoint_of 0)
+mkdir -p "$WORK/other"
+"$GOSSIPD" run "${args[@]}" --set node.id=1 --set node.data_dir="$WORK/other" --set node.listen=tcp://127.0.0.1:0 \
+  --set "cluster.seeds=[\"$seed\"]" >"$WORK/other/log" 2>&1 &
+OTHER=$!
+PIDS+=($OTHER)
+wait_for 20 "the other node to bind its trainer socket" test -S "$WORK/other/trainer.sock"
+start_trainer "$WORK/other" "$WORK/other.json" --order swapped
+wait_for 60 "the node with the swapped module to exit" exited $OTHER
+rc=0
+wait $OTHER || rc=$?
+[ "$rc" = 3 ] || fail "the node with the swapped module exited with code $rc, expected 3 (refused): $(tail -n 3 "$WORK/other/log")"
+want='model.layout: tensor 0 is "fc2.weight" [3, 6] float32 here, "fc1.weight" [6, 8] float32 there'
+grep -qF "$want" "$WORK/other/log" || fail "the refusal does not name the first tensor: $(tail -n 1 "$WORK/other/log")"
+kill -9 $TRAINER_PID 2>/dev/null || true
+wait $TRAINER_PID 2>/dev/null || true
+echo "ok: refused at join: $(tail -n 1 "$WORK/other/log" | sed 's/.*cluster differs: //')"
+
+# Node 1 with the same module joins, and the two train.
+start_node 1 "$seed" "${args[@]}"
+wait_for 20 "node 1 to bind its trainer socket" test -S "$WORK/node-1/trainer.sock"
+start_trainer "$WORK/node-1" "$WORK/out1.json"
+T1=$TRAINER_PID
+at_least() { local r; r=$(status_field "$1" round) && [ "$r" -ge "$2" ]; }
+wait_for 60 "node 0 to pass round 20 with node 1" at_least 0 20
+
+# Another module attached to the running node 0: layout_mismatch; node 0's own trainer stays attached.
+"${TRAINER[@]}" "$WORK/node-0" "$WORK/intruder.json" --order swapped --once >"$WORK/intruder.log" 2>&1 ||
+  fail "the intruding trainer failed: $(tail -n 3 "$WORK/intruder.log")"
+[ "$(json_field "$WORK/intruder.json" attach_error_code)" = layout_mismatch ] ||
+  fail "the intruder's attach: $(cat "$WORK/intruder.json")"
+json_field "$WORK/intruder.json" attach_error |
+  grep -qF 'tensor 0 is "fc1.weight" [6, 8] float32 in the daemon'"'"'s model, "fc2.weight" [3, 6] float32 in the trainer'"'"'s' ||
+  fail "the intruder's error does not name the tensor: $(json_field "$WORK/intruder.json" attach_error)"
+r=$(status_field 0 round)
+wait_for 30 "node 0 to train on with its own trainer after the refused attach" at_least 0 $((r + 20))
+[ "$(status_field 0 trainer)" = attached ] || fail "node 0's trainer is $(status_field 0 trainer) after the refused attach"
+echo "ok: another module's attach refused: $(json_field "$WORK/intruder.json" attach_error | sed 's/^gossipd daemon: //')"
+
+wait_exit 0 180
+wait_exit 1 60
+for t in $T0 $T1; do wait_for 30 "trainer $t to finish" exited $t; done
+for i in 0 1; do
+  out="$WORK/out$i.json"
+  test -s "$out" || fail "trainer $i wrote no result: $(tail -n 3 "$WORK/node-$i/trainer.log")"
+  [ "$(json_field "$out" rounds)" = $ROUNDS ] || fail "trainer $i ended at round $(json_field "$out" rounds)"
+  [ "$(json_field "$out" frozen_identical)" = True ] || fail "node $i's frozen layer changed"
+  /usr/bin/python3 -c "import numpy as np,sys; assert np.load(sys.argv[1]).shape == (75,)" "$WORK/node-$i/model.npy" ||
+    fail "node $i's model.npy is not the 75 values model_layout.json indexes"
+done
+echo "ok: $ROUNDS rounds; both frozen layers bit-identical"
