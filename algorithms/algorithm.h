@@ -128,8 +128,13 @@ class Algorithm {
   virtual void noteLoss(double /*loss*/) {}
   // Builds this round's message from x and the gradient g at x, and encodes it into out. g must stay valid and
   // unchanged until the round's last apply() (Node's gradient does): a method may apply it there instead of
-  // keeping a copy of d values (D-PSGD adds -lr g in the mix's one pass).
+  // keeping a copy of d values (D-PSGD adds -lr g in the mix's one pass). g is empty for a gradient that is
+  // exactly zero, only in a method whose acceptsZeroGradient() is true.
   virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
+  // Whether prepare takes an empty g as a zero gradient. The trainer bridge's model mode has nothing else
+  // (the trainer took its own step): a vector of d zeros would be 4 bytes per parameter kept, and a pass
+  // of reads, for nothing. The methods of model mode (D-PSGD, DeepSqueeze, CHOCO) say yes.
+  virtual bool acceptsZeroGradient() const { return false; }
   // Mixes the neighbours' messages of round t. row.neighbors lists the neighbours of this round with their
   // weights; msgs holds at most one message per neighbour of the row (others are ignored and counted).
   virtual void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) = 0;

@@ -29,7 +29,7 @@ Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId sel
 }
 
 void Choco::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  x_ -= lr * g;  // x_half
+  if (g.size() != 0) x_ -= lr * g;  // x_half (empty g: zero)
   scratch_ = x_ - hat_;
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(scratch_), rng, out);

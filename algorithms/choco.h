@@ -32,6 +32,7 @@ class Choco final : public Algorithm {
   Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "choco"; }
   bool stateless() const override { return false; }
+  bool acceptsZeroGradient() const override { return true; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::vector<Real> publicState() const override;

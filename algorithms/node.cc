@@ -23,10 +23,17 @@ Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<trai
 
 double Node::gradient() {
   ++gradCalls_;
+  gZero_ = false;
   const auto teachers = algo_->teachers();
   if (!teachers.empty()) return est_->estimateDistilled(algo_->x(), teachers, algo_->distillWeight(), g_);
   const auto target = algo_->referenceTarget();
   if (!target.empty()) return est_->estimateWithReference(algo_->x(), target, algo_->distillWeight(), g_);
+  if (algo_->acceptsZeroGradient()) {
+    if (const auto loss = est_->takeZeroGradient()) {  // g_ is neither written nor (ever) allocated
+      gZero_ = true;
+      return *loss;
+    }
+  }
   return est_->estimate(algo_->x(), g_);
 }
 
@@ -43,7 +50,7 @@ void Node::diverged(Round t, const char* what) const {
 // wire is at most fp32, max 3.4e38), so both cases are a diverged run.
 void Node::checkFinite(Round t) const {
   if (!std::isfinite(training::squaredNorm64(algo_->x()))) diverged(t, "the model became non-finite");
-  if (!std::isfinite(training::squaredNorm64(g_))) diverged(t, "the gradient became non-finite");
+  if (!gZero_ && !std::isfinite(training::squaredNorm64(g_))) diverged(t, "the gradient became non-finite");
 }
 
 void Node::startStep(Round t) {
@@ -73,7 +80,7 @@ void Node::beginRound(Round t, compress::Encoded& out) {
     lossSum += gradient();
     ++calls;
     checkFinite(t);
-    algo_->x() -= lr * g_;
+    if (!gZero_) algo_->x() -= lr * g_;
     proxL1(algo_->x(), lr * sched_.l1);
   }
   lossSum += gradient();
@@ -82,7 +89,8 @@ void Node::beginRound(Round t, compress::Encoded& out) {
   lastLoss_ = lossSum / calls;
   algo_->noteLoss(lastLoss_);
   try {
-    algo_->prepare(t, g_, lr, out);
+    static const Vec kZero;  // empty: "the gradient is zero" (Algorithm::acceptsZeroGradient)
+    algo_->prepare(t, gZero_ ? kZero : g_, lr, out);
   } catch (const DecodeError&) {
     // Our own freshly encoded message cannot fail to decode unless its values left the codec's finite
     // range (e.g. a finite double above the fp32 maximum).

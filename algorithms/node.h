@@ -77,6 +77,7 @@ class Node {
   std::unique_ptr<training::GradientEstimator> est_;
   NodeSchedule sched_;
   Vec g_;
+  bool gZero_ = false;  // the last gradient was exactly zero and g_ was left as it was (takeZeroGradient)
   // Consensus phase: the phase's codec, the node's own rounded x and the neighbour sum (allocated at its
   // first round); whether a consensus round was mixed, and that round's disagreement.
   std::unique_ptr<compress::Compressor> exact_;

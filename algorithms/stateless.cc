@@ -35,8 +35,11 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
   const Vec& own = ownIsX_ ? x_ : own_;  // C(x_i) as the neighbours decode it
   // acc_ = sum_{j arrived} w_ij x_j, so x_i - sum_j w_ij x_j = (1 - selfWeight) x_i - acc_ (missing: x_j = x_i).
   disagreement_ = training::norm64((1.0 - selfWeight) * own - acc_);
-  // One pass: x = acc + w_self C(x_i) - lr g (Node keeps g unchanged between prepare and apply).
-  acc_ += selfWeight * own - lr_ * *g_;
+  // One pass: x = acc + w_self C(x_i) - lr g (Node keeps g unchanged between prepare and apply; empty: zero).
+  if (g_->size() == 0)
+    acc_ += selfWeight * own;
+  else
+    acc_ += selfWeight * own - lr_ * *g_;
   if (pullTo) acc_ -= pull * (own - *pullTo);
   x_.swap(acc_);
   proxL1(x_, lr_ * p_.l1);
@@ -72,7 +75,7 @@ DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c
 }
 
 void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  x_ -= lr * g;  // x_half
+  if (g.size() != 0) x_ -= lr * g;  // x_half (empty g: zero)
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   // v = x_half + delta; c = C(v) into out; delta updated in place (no dense c_i is kept: the mix adds the
   // message's own bytes, which for top-k are k values, not d).

@@ -18,6 +18,7 @@ class Dpsgd : public Algorithm {
   Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "dpsgd"; }
   bool stateless() const override { return true; }
+  bool acceptsZeroGradient() const override { return true; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;
@@ -57,6 +58,7 @@ class DeepSqueeze : public Algorithm {
   DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "deepsqueeze"; }
   bool stateless() const override { return true; }
+  bool acceptsZeroGradient() const override { return true; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;

@@ -3,6 +3,7 @@
 // One estimator per node; it owns that node's sampling RNG and variance-reduction memory.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,10 @@ class GradientEstimator {
   virtual void predictReference(const Vec& /*x*/, std::vector<double>& /*probs*/) {
     throw ConfigError("codistillation with a reference set needs estimator.kind = \"sgd\"");
   }
+  // If the next gradient is exactly zero (the trainer bridge's model mode), takes it without writing any
+  // vector and returns its loss; nullopt otherwise (then call estimate). For callers that can use "zero"
+  // without a vector of zeros (Algorithm::acceptsZeroGradient).
+  virtual std::optional<double> takeZeroGradient() { return std::nullopt; }
   // Drops variance-reduction memory (after a warm restart or a model transfer).
   virtual void reset() {}
   // Per-sample gradients evaluated so far (full passes included): the work measure for "epochs".

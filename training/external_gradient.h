@@ -58,6 +58,12 @@ class ExternalGradient final : public GradientEstimator {
     ++calls_;
     return loss_;
   }
+  std::optional<double> takeZeroGradient() override {
+    if (!fresh_ || !zero_) return std::nullopt;
+    fresh_ = false;
+    ++calls_;
+    return loss_;
+  }
   std::uint64_t sampleGradients() const override { return calls_; }
 
   // Nothing decides future gradients here (they come from the trainer): only a tag, so that a checkpoint

@@ -92,3 +92,61 @@ TEST_CASE("a node fed gradients from outside takes the same steps as one computi
   CHECK(own.gradientCalls() == fed.gradientCalls());
   CHECK(!fed.needsStartStep(5));
 }
+
+namespace {
+// A gradient of zeros written out in full: what model mode did before takeZeroGradient.
+class ZeroVector final : public training::GradientEstimator {
+ public:
+  double estimate(const Vec& x, Vec& g) override {
+    g = Vec::Zero(x.size());
+    return 0.5;
+  }
+};
+}  // namespace
+
+TEST_CASE("model mode: a zero gradient taken without a vector gives the rounds of a vector of zeros - bit for bit") {
+  struct Case {
+    const char* algorithm;
+    const char* codec;
+  };
+  for (const Case k : {Case{"dpsgd", "fp32"}, Case{"dpsgd", "qsgd"}, Case{"deepsqueeze", "topk"}, Case{"choco", "topk"}}) {
+    CAPTURE(k.algorithm);
+    CAPTURE(k.codec);
+    const auto codec = compress::makeCompressor({.name = k.codec, .ratio = 0.5});
+    algo::AlgorithmParams p;
+    p.name = k.algorithm;
+    p.eta = 0.5;
+    p.gamma = 0.5;
+    const Vec x0{{0.5, -1.0, 2.0, 0.0, 3.0, -0.25}};
+    algo::NodeSchedule sched;
+    sched.lr = [](Round) { return 0.1; };
+    algo::Node vector(0, algo::makeAlgorithm(p, *codec, 0, x0), std::make_unique<ZeroVector>(), sched);
+    auto ext = std::make_unique<training::ExternalGradient>(x0.size());
+    training::ExternalGradient& feed = *ext;
+    algo::Node none(0, algo::makeAlgorithm(p, *codec, 0, x0), std::move(ext), sched);
+    REQUIRE(none.algorithm().acceptsZeroGradient());
+    const Vec neighbour0 = Vec::Zero(x0.size());
+    for (algo::Node* n : {&vector, &none})
+      n->algorithm().addEdge({1, 0}, std::span<const Real>(neighbour0.data(), neighbour0.size()));  // CHOCO's replica
+    topology::MixingRow row;
+    row.self = 0.5;
+    row.neighbors = {{1, 0.5}};
+    Vec theirs{{1.0, 2.0, -3.0, 4.0, 0.5, 1.5}};
+    for (Round t = 0; t < 6; ++t) {
+      compress::Encoded a, b, m;
+      vector.beginRound(t, a);
+      feed.supplyZero(0.5);
+      none.beginRound(t, b);
+      CHECK(a.bytes == b.bytes);
+      Rng rng(t);
+      codec->encode(std::span<const Real>(theirs.data(), theirs.size()), rng, m);
+      const algo::Incoming in{1, 0, m.view()};
+      vector.endRound(t, std::span(&in, 1), row);
+      none.endRound(t, std::span(&in, 1), row);
+      CHECK(vector.algorithm().x() == none.algorithm().x());
+      theirs *= 0.9;
+    }
+    CHECK(none.algorithm().x() != x0);  // the rounds did mix
+    CHECK(feed.sampleGradients() == 6);
+  }
+}
