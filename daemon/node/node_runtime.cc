@@ -113,7 +113,11 @@ void NodeRuntime::Impl::takeAccuracy(std::uint64_t now) {
   if (evaluation)
     if (const auto r = evaluation->take()) accuracy = r->accuracy, accuracySamples = r->samples;
   if (!bridge) return;
-  bridge->poll(now, &engine->node().algorithm().x(), engine->nextRound());
+  // Until its first round a resumed node's engine says round 0; its round is the checkpoint's (a trainer
+  // re-attaching then was told 0, and an LR schedule on g.round jumped: 518 -> 0 -> 696).
+  const bool waiting = life.state() == NodeState::Joining || life.state() == NodeState::Syncing;
+  const Round next = waiting && life.resumed() ? std::max(engine->nextRound(), life.resumeRound()) : engine->nextRound();
+  bridge->poll(now, &engine->node().algorithm().x(), next);
   if (std::isfinite(bridge->reportedAccuracy())) {
     accuracy = bridge->reportedAccuracy();
     accuracySamples = 0;  // the trainer's own test set, of a size it does not report

@@ -180,7 +180,8 @@ class Trainer:
 
     @property
     def round(self) -> Optional[int]:
-        """The daemon's next round: the number of rounds over (None before bind)."""
+        """The daemon's next round: the number of rounds over (None before bind). It never goes back, also
+        across daemon restarts: a node that rejoined at a lower round keeps the highest it reported."""
         return self._round
 
     @property
@@ -432,15 +433,19 @@ class Trainer:
         if hasattr(self._binding, "check_bound"):
             self._binding.check_bound()
 
+    def _set_round(self, r: Any) -> None:
+        """g.round never goes back (an LR schedule reads it): a node that rejoined its cluster may continue
+        at a lower round than it reached alone (docs/trainer.md)."""
+        if isinstance(r, int) and not isinstance(r, bool):
+            self._round = r if self._round is None else max(self._round, r)
+
     def _on_mixed(self, reply: dict) -> None:
-        if isinstance(reply.get("round"), int):
-            self._round = reply["round"]
+        self._set_round(reply.get("round"))
         if reply.get("done"):
             self._done = True
 
     def _on_grad_at(self, reply: dict) -> None:
-        if isinstance(reply.get("round"), int):
-            self._round = reply["round"]
+        self._set_round(reply.get("round"))
 
     def _close_socket(self) -> None:
         if self._sock is not None:
@@ -593,13 +598,12 @@ class Trainer:
         b.attach_to(params, grad)  # if not init, the region already holds the daemon's model
         self._mm, self._params, self._grad = mm, params, grad  # the previous mapping goes with its last view
         self._info = {k: reply.get(k) for k in ("node", "nodes", "mode", "algorithm", "rounds")}
-        self._round = reply.get("round") if isinstance(reply.get("round"), int) else None
+        self._set_round(reply.get("round"))
         rounds = self._info.get("rounds")
         self._done = isinstance(rounds, int) and self._round is not None and self._round >= rounds
         if init:
             ready = self._request({"op": "init"}, ("ready",))
-            if isinstance(ready.get("round"), int):
-                self._round = ready["round"]
+            self._set_round(ready.get("round"))
         return init
 
     def _check_attached(self, reply: dict, dim: int) -> None:

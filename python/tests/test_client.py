@@ -576,6 +576,19 @@ class TestRestart(Base):
         np.testing.assert_allclose(g.params, default_mix(np.full(4, 7.0), 17))
         self.assertEqual(len(b.mixes), 1)
 
+    def test_round_never_goes_back_across_a_restart(self):
+        a = self.daemon(die_on_request=2, start_round=40)
+        g = self.attach(timeout=0.3)
+        g.bind_array(4, initial=np.zeros(4))
+        g.mix()
+        self.assertEqual(g.round, 41)
+        b = self.daemon(start=False, model=np.full(4, 7.0), start_round=12)  # rejoined at a lower round
+        self.restart(g, a, b, 0.3)
+        self.assertEqual(g.round, 41)  # an LR schedule on g.round does not jump back
+        g.mix()
+        self.assertEqual(g.round, 41)
+        np.testing.assert_allclose(g.params, default_mix(np.full(4, 7.0), 12))  # the daemon's round 12 was mixed
+
     def test_restart_without_a_model_gets_ours(self):
         a = self.daemon(die_on_request=1)
         g = self.attach(timeout=0.3)
