@@ -117,10 +117,10 @@ void Node::beginConsensusRound(compress::Encoded& out) {
 void Node::endConsensusRound(std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Every message is decoded into acc_ before x changes: a payload that does not decode throws
   // RejectedMessage with x untouched, as in the methods' own apply.
-  const double selfWeight = detail::mixArrived(*exact_, msgs, row, acc_);
-  consensusDisagreement_ = training::norm64((1.0 - selfWeight) * own_ - acc_);
+  detail::mixArrived(*exact_, msgs, row, own_, acc_);
+  consensusDisagreement_ = training::norm64(acc_ - own_);
   consensusMixed_ = true;
-  algo_->x() = acc_ + selfWeight * own_;
+  algo_->x().swap(acc_);
 }
 
 void Node::save(ByteWriter& w) const {

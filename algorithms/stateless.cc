@@ -29,17 +29,13 @@ void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingR
 
 void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull) {
   GOSSIP_CHECK(g_ != nullptr, "dpsgd: apply without prepare");
-  // Missing neighbours fold their weight into the self weight (replace-with-own). The neighbour sum is
-  // built in acc_ and only swapped in once every message decoded.
-  const double selfWeight = detail::mixArrived(c_, msgs, row, acc_);
+  // Missing neighbours fold their weight into the self weight (replace-with-own). The mixed model is built
+  // in acc_ and only swapped in once every message decoded.
   const Vec& own = ownIsX_ ? x_ : own_;  // C(x_i) as the neighbours decode it
-  // acc_ = sum_{j arrived} w_ij x_j, so x_i - sum_j w_ij x_j = (1 - selfWeight) x_i - acc_ (missing: x_j = x_i).
-  disagreement_ = training::norm64((1.0 - selfWeight) * own - acc_);
-  // One pass: x = acc + w_self C(x_i) - lr g (Node keeps g unchanged between prepare and apply; empty: zero).
-  if (g_->size() == 0)
-    acc_ += selfWeight * own;
-  else
-    acc_ += selfWeight * own - lr_ * *g_;
+  detail::mixArrived(c_, msgs, row, own, acc_);  // acc_ = sum_j w_ij C(x_j), missing ones C(x_i)
+  disagreement_ = training::norm64(acc_ - own);
+  // x = acc - lr g (Node keeps g unchanged between prepare and apply; empty: a zero gradient, no pass).
+  if (g_->size() != 0) acc_ -= lr_ * *g_;
   if (pullTo) acc_ -= pull * (own - *pullTo);
   x_.swap(acc_);
   proxL1(x_, lr_ * p_.l1);

@@ -24,9 +24,10 @@ class Fp32 final : public detail::CodecBase<Fp32> {
   template <class T>
   GOSSIP_VECTOR_CLONES void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
-    detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
-    out.bytes.resize(encodedBytes(dim));
-    std::byte* dst = out.bytes.data() + kCodecHeaderBytes;
+    // Sized without clearing: every byte is written below, and a reused buffer of the right size (the
+    // daemon's payload pool) then costs no zero-fill pass (writeHeader's clear + resize made one per round:
+    // 3% of a 20M-parameter D-PSGD daemon's CPU).
+    std::byte* dst = detail::beginPayload(out, codec(), 0, dim, encodedBytes(dim));
     if constexpr (std::is_same_v<T, float>) {
       if (dim) std::memcpy(dst, x.data(), 4ull * dim);
     } else {
