@@ -93,8 +93,9 @@ void CheckpointStore::write(Round next, std::span<const std::byte> body) const {
   for (std::size_t k = keep_; k < all.size(); ++k) fs::remove(all[k].second);
 }
 
-Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save) {
+Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save, std::size_t reserve) {
   Bytes body;
+  body.reserve(reserve);
   ByteWriter w(body);
   serial::putTag(w, kRunStateTag);
   w.put<std::uint32_t>(id);

@@ -80,7 +80,10 @@ class CheckpointStore {
 };
 
 // The body of a run-state checkpoint; `save` writes the node's state (algo::Node::save).
-Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save);
+// `reserve`: the expected size (the previous checkpoint's): a body grown by doubling copies itself ~log2
+// times and, at each growth, holds the old and the new buffer at once (160 + 128 MB for a 20M-parameter
+// DeepSqueeze state).
+Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save, std::size_t reserve = 0);
 
 // One checkpoint, serialized on the node thread: what the worker writes.
 struct CheckpointJob {

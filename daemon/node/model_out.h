@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <initializer_list>
+
 #include "core/bytes.h"
 #include "core/real.h"
 
@@ -17,11 +19,17 @@ void writeModel(const std::filesystem::path& dir, std::span<const Real> x, const
 
 // The .npy bytes of a state vector: <f4 in the float32 build, <f8 in the float64 one (exposed for tests).
 Bytes npyBytes(std::span<const Real> x);
+// Only the header that precedes n values in npyBytes: writeModel writes it and the values from where they
+// are, so a checkpoint of a large model does not hold a second copy of it while model.npy is written.
+Bytes npyHeader(std::size_t n);
 
 // Writes `bytes` to `path` atomically (temp, fsync, rename, fsync dir); IoError naming the path. With
 // durable = false the two fsyncs are skipped: readers still see the old or the new file whole, but a power
 // failure may lose the update (for files rewritten every fraction of a second, such as status.json, whose
 // fsyncs would otherwise stall the node's loop for milliseconds each time).
 void writeFileAtomic(const std::filesystem::path& path, std::span<const std::byte> bytes, bool durable = true);
+// The same with the file's content in parts, written one after the other (no joined copy).
+void writeFileAtomic(const std::filesystem::path& path, std::initializer_list<std::span<const std::byte>> parts,
+                     bool durable = true);
 
 }  // namespace gossip::daemon

@@ -98,10 +98,13 @@ void NodeRuntime::Impl::finish(NodeState end) {
 void NodeRuntime::Impl::checkpoint(Round next) {
   CheckpointJob job;
   job.next = next;
-  job.body = runStateBody(id, next, [this](ByteWriter& w) { engine->node().save(w); });
+  job.body = runStateBody(id, next, [this](ByteWriter& w) { engine->node().save(w); }, checkpointBytes + 4096);
+  checkpointBytes = job.body.size();
   const auto& x = engine->node().algorithm().x();
   job.model.assign(x.data(), x.data() + x.size());
-  job.meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()}, {"layout", "the trainer's flat parameter vector"},
+  const bool named = bridge && bridge->layout() && !bridge->layout()->tensors.empty();
+  job.meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()},
+                                     {"layout", named ? "model_layout.json" : "the trainer's flat parameter vector"},
                                      {"round", next}, {"node", id}, {"incarnation", incarnation}}
                     : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
   checkpointWriter->submit(std::move(job));
