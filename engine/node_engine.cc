@@ -225,17 +225,20 @@ void NodeEngine::drain(Round current) {
 
 void NodeEngine::beginRound(Round t) {
   if (linked_) capturePublic(t);  // before the local work: CHOCO's prepare moves its public x_hat
+  // The frame is encoded straight into a buffer no one else holds (engine/payload_pool.h). Last round's is
+  // let go first: once libzmq's zero-copy send (and, linked, the peer's ack) is done with it, it is the very
+  // buffer taken back, so a steady state keeps one outgoing model, not three (the encoder's vector, this
+  // round's frame and last round's back in the pool: 8 bytes per parameter of a fp32 D-PSGD daemon held for
+  // nothing), and allocates nothing (a fresh vector costs a zero-fill and a page fault per 4 KiB, measured
+  // as 7% of a 64 MB round's CPU). Between rounds encoded_ holds an empty vector.
+  payload_.reset();
+  payload_ = payloadPool_->take();
+  std::swap(*payload_, encoded_.bytes);  // the encoder writes into the pool's buffer...
   {
     const ComputeTimer timer(stats_.compute_ns);
     node_->beginRound(t, encoded_);
   }
-  // The frame goes out in a buffer no one else holds (engine/payload_pool.h), and the encoder gets that
-  // buffer's old vector back for next round. Last round's buffer can still be in flight (a zero-copy send of
-  // a large frame finishes only when the peer has read it; linked mode keeps it until acked); it returns to
-  // the pool when its last holder lets go, so a steady state allocates nothing (a fresh vector costs a
-  // zero-fill and a page fault per 4 KiB, measured as 7% of a 64 MB round's CPU).
-  payload_ = payloadPool_->take();
-  std::swap(*payload_, encoded_.bytes);
+  std::swap(*payload_, encoded_.bytes);  // ...which becomes this round's frame
   FrameHeader h;
   h.kind = FrameKind::Model;
   h.sender = self_;
