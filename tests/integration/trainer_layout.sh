@@ -4,7 +4,8 @@
 # mixed); the bound tensors' names, shapes and offsets are written to model_layout.json beside model.npy; a
 # node whose trainer bound another module of the same size is refused at join with the first tensor that
 # differs; a trainer attaching another module to a running node gets layout_mismatch and the node's own
-# trainer goes on.
+# trainer goes on. The trainers wait for a go file after binding, so the checks that need a running node
+# (the intruding attach takes a torch import, seconds on a loaded machine) do not race the run's end.
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 /usr/bin/python3 -c "import torch" 2>/dev/null || fail "python3-torch is missing (make deps installs it)"
@@ -12,7 +13,8 @@ TRAINER=(/usr/bin/python3 "$(cd "$(dirname "$0")" && pwd)/trainer_module.py")
 ROUNDS=1500
 args=(--set trainer.enable=true --set trainer.mode=model --set algorithm.name=deepsqueeze --set compressor.name=topk
       --set compressor.ratio=0.3 --set algorithm.eta=0.5 --set cluster.nodes=2 --set cluster.topology=ring
-      --set algorithm.rounds=$ROUNDS --set monitor.status_every_ms=100 --set node.checkpoint_every=200)
+      --set algorithm.rounds=$ROUNDS --set monitor.status_every_ms=100 --set node.checkpoint_every=200
+      --set trainer.idle_timeout_ms=300000)  # the trainers wait idle for the go file meanwhile
 json_field() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 start_trainer() {  # start_trainer DATA_DIR OUT ARGS...: sets TRAINER_PID
   "${TRAINER[@]}" "$1" "$2" "${@:3}" >>"$1/trainer.log" 2>&1 &
@@ -22,7 +24,8 @@ start_trainer() {  # start_trainer DATA_DIR OUT ARGS...: sets TRAINER_PID
 
 start_node 0 "" "${args[@]}"
 wait_for 20 "node 0 to bind its trainer socket" test -S "$WORK/node-0/trainer.sock"
-start_trainer "$WORK/node-0" "$WORK/out0.json"
+GO="$WORK/go"
+start_trainer "$WORK/node-0" "$WORK/out0.json" --go "$GO"
 T0=$TRAINER_PID
 wait_for 60 "node 0 to write model_layout.json (its trainer's init)" test -s "$WORK/node-0/model_layout.json"
 /usr/bin/python3 - "$WORK/node-0/model_layout.json" <<'PY' || fail "model_layout.json: $(cat "$WORK/node-0/model_layout.json")"
@@ -56,10 +59,10 @@ echo "ok: refused at join: $(tail -n 1 "$WORK/other/log" | sed 's/.*cluster diff
 # Node 1 with the same module joins, and the two train.
 start_node 1 "$seed" "${args[@]}"
 wait_for 20 "node 1 to bind its trainer socket" test -S "$WORK/node-1/trainer.sock"
-start_trainer "$WORK/node-1" "$WORK/out1.json"
+start_trainer "$WORK/node-1" "$WORK/out1.json" --go "$GO"
 T1=$TRAINER_PID
-at_least() { local r; r=$(status_field "$1" round) && [ "$r" -ge "$2" ]; }
-wait_for 60 "node 0 to pass round 20 with node 1" at_least 0 20
+trainer_is() { [ "$(status_field "$1" trainer)" = "$2" ]; }
+for i in 0 1; do wait_for 60 "node $i's trainer to attach" trainer_is $i attached; done
 
 # Another module attached to the running node 0: layout_mismatch; node 0's own trainer stays attached.
 "${TRAINER[@]}" "$WORK/node-0" "$WORK/intruder.json" --order swapped --once >"$WORK/intruder.log" 2>&1 ||
@@ -69,9 +72,10 @@ wait_for 60 "node 0 to pass round 20 with node 1" at_least 0 20
 json_field "$WORK/intruder.json" attach_error |
   grep -qF 'tensor 0 is "fc1.weight" [6, 8] float32 in the daemon'"'"'s model, "fc2.weight" [3, 6] float32 in the trainer'"'"'s' ||
   fail "the intruder's error does not name the tensor: $(json_field "$WORK/intruder.json" attach_error)"
-r=$(status_field 0 round)
-wait_for 30 "node 0 to train on with its own trainer after the refused attach" at_least 0 $((r + 20))
-[ "$(status_field 0 trainer)" = attached ] || fail "node 0's trainer is $(status_field 0 trainer) after the refused attach"
+trainer_is 0 attached || fail "node 0's trainer is $(status_field 0 trainer) after the refused attach"
+touch "$GO"
+at_least() { local r; r=$(status_field "$1" round) && [ "$r" -ge "$2" ]; }
+wait_for 60 "node 0 to train with its own trainer after the refused attach" at_least 0 20
 echo "ok: another module's attach refused: $(json_field "$WORK/intruder.json" attach_error | sed 's/^gossipd daemon: //')"
 
 wait_exit 0 180

@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """A torch trainer for the bridge's layout test (tests/integration/trainer_layout.sh): a small regression
 module whose first layer is frozen. Every node starts from one seed; its data comes from its node id.
-Usage: trainer_module.py DATA_DIR OUT.json [--order normal|swapped] [--once]
+Usage: trainer_module.py DATA_DIR OUT.json [--order normal|swapped] [--once] [--go FILE]
   --order swapped: the same parameter count, fc2 registered before fc1 (another layout)
   --once: attach (bind) and report how it went, then leave; no rounds
+  --go FILE: after binding, wait (up to 120 s) until FILE exists before the first round
 Writes OUT.json: whether the frozen layer is bit-identical to its start, the final loss, the attach error."""
 import argparse
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -20,6 +22,7 @@ ap.add_argument("data_dir")
 ap.add_argument("out")
 ap.add_argument("--order", choices=("normal", "swapped"), default="normal")
 ap.add_argument("--once", action="store_true")
+ap.add_argument("--go")
 a = ap.parse_args()
 
 
@@ -52,6 +55,11 @@ with gossipd.attach(a.data_dir, timeout=3.0, reconnect_timeout=60.0) as g:
         json.dump(result, open(a.out, "w"))
         sys.exit(0)
     result["node"] = g.node
+    deadline = time.monotonic() + 120
+    while a.go and not os.path.exists(a.go):  # the test's checks that need both nodes idle come first
+        if time.monotonic() > deadline:
+            sys.exit(f"no {a.go} within 120 s")
+        time.sleep(0.05)
     if not a.once:
         gen = torch.Generator().manual_seed(100 + g.node)
         x = torch.randn(64, 8, generator=gen)
