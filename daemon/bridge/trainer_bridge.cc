@@ -252,6 +252,11 @@ struct TrainerBridge::Impl {
     send(id, {{"op", "attached"},
               {"node", o.node},
               {"nodes", o.nodes},
+              // The trainer's part of the data: a node that joined beyond cluster.nodes (node.id >= nodes)
+              // shares node.id mod nodes's shard instead of indexing past the end (issue 29: node=2,
+              // nodes=2 crashed the sharding idiom and DistributedSampler).
+              {"shard", o.node % std::max<std::uint32_t>(o.nodes, 1)},
+              {"shards", std::max<std::uint32_t>(o.nodes, 1)},
               {"mode", o.gradient_mode ? "gradient" : "model"},
               {"algorithm", o.algorithm},
               {"dim", dim},

@@ -6,7 +6,7 @@ Start one daemon per node with trainer.enable = true, then one of these beside e
     PYTHONPATH=python python3 examples/pytorch/train_cnn.py --data-dir /tmp/cl/node-0
 
 Every trainer builds the model from the same seed (one initial model for the cluster), takes its shard of
-the training set from the daemon's node/nodes (iid, or --dirichlet ALPHA label skew) and, in model mode,
+the training set from the daemon's shard/shards (iid, or --dirichlet ALPHA label skew) and, in model mode,
 takes SGD steps and hands its parameters to the daemon after each (g.mix); in gradient mode
 (trainer.mode = "gradient") the daemon takes the step with algorithm.lr and the trainer only computes
 gradients (g.step(closure)). Every --eval-every rounds it evaluates on the test set and reports the
@@ -156,7 +156,7 @@ def train(args, train_raw):
             raise SystemExit(f"train_cnn: --mode {args.mode}, but the daemon runs trainer.mode = {g.mode!r}")
         print(f"node {g.node}/{g.nodes}: attached to {g.endpoint}: {g.algorithm}, trainer.mode {g.mode}, "
               f"round {g.round}/{g.rounds}", flush=True)
-        run = Run(args, model, g.node, g.nodes, train_raw)
+        run = Run(args, model, g.shard, g.shards, train_raw)
         next_eval = (g.round // args.eval_every + 1) * args.eval_every if args.eval_every else None
         next_log = g.round + args.log_every if args.log_every else None
         evals = []

@@ -165,6 +165,22 @@ class Trainer:
         return self._info.get("nodes")
 
     @property
+    def shard(self) -> Optional[int]:
+        """This trainer's part of the data, in [0, shards): the node id, or for a node that joined beyond
+        cluster.nodes the id modulo it (it then shares that node's part). None before bind."""
+        s, n = self._info.get("shard"), self._info.get("shards")
+        if isinstance(s, int) and isinstance(n, int):
+            return s
+        node, nodes = self.node, self.nodes  # a daemon from before shards
+        return node % nodes if isinstance(node, int) and isinstance(nodes, int) and nodes > 0 else None
+
+    @property
+    def shards(self) -> Optional[int]:
+        """The number of parts the data is cut into (cluster.nodes); None before bind."""
+        n = self._info.get("shards")
+        return n if isinstance(n, int) else self.nodes
+
+    @property
     def mode(self) -> Optional[str]:
         """'model' (call mix) or 'gradient' (call step); None before bind."""
         return self._info.get("mode")
@@ -597,7 +613,7 @@ class Trainer:
             b.write_into(params)  # our current values become the daemon's initial model
         b.attach_to(params, grad)  # if not init, the region already holds the daemon's model
         self._mm, self._params, self._grad = mm, params, grad  # the previous mapping goes with its last view
-        self._info = {k: reply.get(k) for k in ("node", "nodes", "mode", "algorithm", "rounds")}
+        self._info = {k: reply.get(k) for k in ("node", "nodes", "shard", "shards", "mode", "algorithm", "rounds")}
         self._set_round(reply.get("round"))
         rounds = self._info.get("rounds")
         self._done = isinstance(rounds, int) and self._round is not None and self._round >= rounds

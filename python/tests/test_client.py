@@ -48,7 +48,7 @@ class FakeDaemon(threading.Thread):
     def __init__(self, data_dir: str, *, dtype="float32", mode="model", algorithm="dpsgd", node=2, nodes=4,
                  rounds=100, model=None, start_round=0, waits=0, wait_interval=0.05, grad_at=False, lr=0.1,
                  mix_fn=default_mix, attach_error=None, round_error=None, die_on_request=None, codes=True,
-                 not_attached_text="not attached: send attach first"):
+                 not_attached_text="not attached: send attach first", no_shards=False):
         super().__init__(daemon=True)
         self.data_dir = data_dir
         self.dtype = np.dtype(DTYPES[dtype])
@@ -61,6 +61,7 @@ class FakeDaemon(threading.Thread):
         self.attach_error, self.round_error = attach_error, round_error  # (code, text) of a reply to force
         self.codes = codes  # False: error replies without "code", as a daemon from before the codes
         self.not_attached_text = not_attached_text
+        self.no_shards = no_shards  # an attached reply without shard/shards, as a daemon from before them
         self.die_on_request = die_on_request  # die (no reply) at the n-th mix/grad, 1-based
         # What the trainer did, for the tests to check.
         self.log: list = []  # every message received, parsed
@@ -174,7 +175,8 @@ class FakeDaemon(threading.Thread):
             self.awaiting_init = self.model is None
             if self.model is not None:
                 self.write_model()
-            return self.send(sock, ident, op="attached", node=self.node, nodes=self.nodes, mode=self.mode,
+            shards = {} if self.no_shards else {"shard": self.node % self.nodes, "shards": self.nodes}
+            return self.send(sock, ident, op="attached", node=self.node, nodes=self.nodes, mode=self.mode, **shards,
                              algorithm=self.algorithm, dim=dim, dtype=self.dtype_name, shm=self.shm_path,
                              round=self.round, rounds=self.rounds, init=self.model is None)
         if op == "init":
@@ -379,6 +381,19 @@ class TestAttach(Base):
             gossipd.attach(f)
         with self.assertRaises(gossipd.GossipdError):
             gossipd.attach("/tmp/" + "d" * 120)
+
+
+class TestShards(Base):
+    def test_a_node_beyond_cluster_nodes_gets_a_shard_within_range(self):
+        for node, nodes, kw in ((1, 4, {}), (5, 4, {}), (5, 4, {"no_shards": True})):
+            with self.subTest(node=node, nodes=nodes, **kw):
+                d = self.daemon(node=node, nodes=nodes, **kw)
+                g = self.attach()
+                g.bind_array(2)
+                self.assertEqual((g.node, g.nodes), (node, nodes))
+                self.assertEqual((g.shard, g.shards), (node % nodes, nodes))
+                g.detach()
+                d.stop()
 
 
 class TestRounds(Base):

@@ -130,6 +130,8 @@ TEST_CASE("first start: the trainer's parameters become the initial model") {
   CHECK(r["init"] == true);
   CHECK(r["node"] == 3);
   CHECK(r["nodes"] == 8);
+  CHECK(r["shard"] == 3);
+  CHECK(r["shards"] == 8);
   CHECK(r["mode"] == "model");
   CHECK(r["algorithm"] == "dpsgd");
   CHECK(r["rounds"] == 100);
@@ -194,6 +196,19 @@ TEST_CASE("the first trainer's layout is the node's - a later attach with anothe
   same["layout"] = layout;
   c.send(same);
   CHECK(c.reply(b, &*x0, 0)["op"] == "attached");
+}
+
+TEST_CASE("a node that joined beyond cluster.nodes is given a shard within range") {
+  TempDir d;
+  auto o = options(d.path);
+  o.node = 11;  // cluster.nodes = 8
+  TrainerBridge b(o);
+  Client c(b.endpoint());
+  c.send(attachMsg(2));
+  const auto r = c.reply(b, nullptr, 0);
+  CHECK(r["node"] == 11);
+  CHECK(r["shard"] == 3);
+  CHECK(r["shards"] == 8);
 }
 
 TEST_CASE("a model round: parameters in - mixed model out - one reply") {
