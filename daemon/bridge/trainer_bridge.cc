@@ -264,6 +264,7 @@ struct TrainerBridge::Impl {
               {"shm", trainer->shm->path()},
               {"round", next},
               {"rounds", o.rounds},
+              {"checkpoint_every", o.checkpoint_every},
               {"init", model == nullptr}});
   }
 

@@ -43,6 +43,7 @@ struct TrainerBridgeOptions {
   std::uint32_t nodes = 1;     // cluster.nodes, so a trainer can take its shard of the data
   std::string algorithm;
   Round rounds = 0;
+  Round checkpoint_every = 0;  // node.checkpoint_every: the client saves its optimizer's state on those rounds
   std::uint32_t idle_timeout_ms = 60000;
   std::uint32_t copy_threads = 0;  // threads for the parameter copies, 0 = the machine's cores up to 4
   logging::Logger log;             // attaches and detaches; null = none (the runtime passes "bridge")

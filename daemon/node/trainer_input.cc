@@ -23,6 +23,7 @@ TrainerInput::TrainerInput(const Config& c, PeerId id, Incarnation incarnation, 
   o.nodes = c.cluster.nodes;
   o.algorithm = c.algorithm.name;
   o.rounds = c.algorithm.rounds;
+  o.checkpoint_every = c.node.checkpoint_every;
   o.idle_timeout_ms = c.trainer.idle_timeout_ms;
   o.copy_threads = c.trainer.copy_threads;
   o.log = loggers.get("bridge");

@@ -151,6 +151,7 @@ class Trainer:
         self._done = False
         self._closed = False
         self._attached_wall = 0.0  # time.time() of the last attach: status.json older than this is not news
+        self._optimizer: Any = None  # bind(module, optimizer): saved on checkpoint rounds
         self.reconnects = 0  # how many times the client re-attached after losing the daemon
 
     # ----------------------------------------------------------------- what the daemon told us
@@ -222,7 +223,7 @@ class Trainer:
         return self._grad
 
     # ----------------------------------------------------------------- binding (sends attach)
-    def bind(self, module: Any) -> Any:
+    def bind(self, module: Any, optimizer: Any = None) -> Any:
         """Attach with the parameters of a torch module and make them views of the shared memory.
 
         The parameters that require a gradient are taken, in ``named_parameters()`` order; frozen ones
@@ -235,11 +236,18 @@ class Trainer:
         dropped, never written over the daemon's. Do not replace ``p.data`` later (``module.to()``,
         ``.float()``, ``.double()``): mix and step check that every parameter is still its view and raise
         GossipdError if not. The parameters must be on the CPU with the attach dtype. Returns the module.
+
+        `optimizer` (optional): its ``state_dict()`` is saved to ``<data_dir>/trainer_optimizer.pt`` on the
+        rounds the daemon checkpoints (``node.checkpoint_every``) and at detach, and loaded here when the
+        daemon already has a model: a restarted trainer continues with its momentum or Adam moments.
         """
         self._need_unbound()
-        from .torch_helper import ModuleBinding  # torch only for torch users
+        from .torch_helper import ModuleBinding, load_optimizer  # torch only for torch users
         self._binding = ModuleBinding(module, self._np_dtype)
-        self._first_attach()
+        init = self._first_attach()
+        if optimizer is not None and not init and load_optimizer(optimizer, self._optimizer_path()):
+            print(f"gossipd: restored the optimizer's state from {self._optimizer_path()}", file=sys.stderr, flush=True)
+        self._optimizer = optimizer  # only once its state loaded (or there was none)
         return module
 
     def bind_array(self, n: int, initial: Any = None) -> np.ndarray:
@@ -388,6 +396,11 @@ class Trainer:
         if self._closed:
             return
         self._closed = True
+        if self._optimizer is not None and self._info:
+            try:
+                self._save_optimizer()  # the newest state for a trainer that comes back
+            except (OSError, RuntimeError) as e:  # leaving must not fail: the last checkpoint round's is kept
+                print(f"gossipd: could not save the optimizer's state at detach ({e})", file=sys.stderr, flush=True)
         try:
             if self._sock is not None and self._info:
                 self._send({"op": "detach"})
@@ -455,8 +468,19 @@ class Trainer:
         if isinstance(r, int) and not isinstance(r, bool):
             self._round = r if self._round is None else max(self._round, r)
 
+    def _optimizer_path(self) -> str:
+        return os.path.join(self.data_dir, "trainer_optimizer.pt")
+
+    def _save_optimizer(self) -> None:
+        from .torch_helper import save_optimizer
+        save_optimizer(self._optimizer, self._optimizer_path())
+
     def _on_mixed(self, reply: dict) -> None:
         self._set_round(reply.get("round"))
+        every = self._info.get("checkpoint_every")
+        r = reply.get("round")
+        if self._optimizer is not None and isinstance(every, int) and every > 0 and isinstance(r, int) and r % every == 0:
+            self._save_optimizer()
         if reply.get("done"):
             self._done = True
 
@@ -519,13 +543,13 @@ class Trainer:
         self._send(msg)
         return self._receive(expect, self.timeout if budget is None else budget)
 
-    def _first_attach(self) -> None:
+    def _first_attach(self) -> bool:
+        """Attaches; returns whether the daemon took our parameters as its initial model (init)."""
         deadline = time.monotonic() + self.reconnect_timeout
         try:
             while True:
                 try:
-                    self._attach(deadline)
-                    return
+                    return self._attach(deadline)
                 except _Lost:
                     continue  # lost between attached and ready: attach again (until the deadline)
         except BaseException:
@@ -613,7 +637,8 @@ class Trainer:
             b.write_into(params)  # our current values become the daemon's initial model
         b.attach_to(params, grad)  # if not init, the region already holds the daemon's model
         self._mm, self._params, self._grad = mm, params, grad  # the previous mapping goes with its last view
-        self._info = {k: reply.get(k) for k in ("node", "nodes", "shard", "shards", "mode", "algorithm", "rounds")}
+        self._info = {k: reply.get(k) for k in ("node", "nodes", "shard", "shards", "mode", "algorithm", "rounds",
+                                                "checkpoint_every")}
         self._set_round(reply.get("round"))
         rounds = self._info.get("rounds")
         self._done = isinstance(rounds, int) and self._round is not None and self._round >= rounds

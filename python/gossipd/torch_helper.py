@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
+import os
+
 import numpy as np
 import torch
 
@@ -107,3 +109,22 @@ class ModuleBinding:
             for p in self.params:
                 p.data = p.data.clone()
         self.flat = self.flat_grad = None
+
+
+def save_optimizer(optimizer: Any, path: str) -> None:
+    """optimizer.state_dict() to `path`, atomically (a crash leaves the previous file whole)."""
+    tmp = path + ".tmp"
+    torch.save(optimizer.state_dict(), tmp)
+    os.replace(tmp, path)
+
+
+def load_optimizer(optimizer: Any, path: str) -> bool:
+    """The state saved at `path` into `optimizer`; False when there is no file."""
+    if not os.path.exists(path):
+        return False
+    try:
+        optimizer.load_state_dict(torch.load(path))
+    except (ValueError, KeyError, RuntimeError) as e:
+        raise GossipdError(f"gossipd: the optimizer state in {path} does not fit this optimizer ({e}); "
+                           "delete the file to start the optimizer afresh") from None
+    return True

@@ -48,7 +48,7 @@ class FakeDaemon(threading.Thread):
     def __init__(self, data_dir: str, *, dtype="float32", mode="model", algorithm="dpsgd", node=2, nodes=4,
                  rounds=100, model=None, start_round=0, waits=0, wait_interval=0.05, grad_at=False, lr=0.1,
                  mix_fn=default_mix, attach_error=None, round_error=None, die_on_request=None, codes=True,
-                 not_attached_text="not attached: send attach first", no_shards=False):
+                 not_attached_text="not attached: send attach first", no_shards=False, checkpoint_every=100):
         super().__init__(daemon=True)
         self.data_dir = data_dir
         self.dtype = np.dtype(DTYPES[dtype])
@@ -62,6 +62,7 @@ class FakeDaemon(threading.Thread):
         self.codes = codes  # False: error replies without "code", as a daemon from before the codes
         self.not_attached_text = not_attached_text
         self.no_shards = no_shards  # an attached reply without shard/shards, as a daemon from before them
+        self.checkpoint_every = checkpoint_every
         self.die_on_request = die_on_request  # die (no reply) at the n-th mix/grad, 1-based
         # What the trainer did, for the tests to check.
         self.log: list = []  # every message received, parsed
@@ -178,7 +179,8 @@ class FakeDaemon(threading.Thread):
             shards = {} if self.no_shards else {"shard": self.node % self.nodes, "shards": self.nodes}
             return self.send(sock, ident, op="attached", node=self.node, nodes=self.nodes, mode=self.mode, **shards,
                              algorithm=self.algorithm, dim=dim, dtype=self.dtype_name, shm=self.shm_path,
-                             round=self.round, rounds=self.rounds, init=self.model is None)
+                             round=self.round, rounds=self.rounds, init=self.model is None,
+                             checkpoint_every=self.checkpoint_every)
         if op == "init":
             if ident != self.trainer:
                 return self.send_error(sock, ident, "not_attached", "init before attach")
@@ -892,6 +894,48 @@ class TestTorch(Base):
                 self.assertEqual(len(d.mixes), 1)  # nothing was sent
                 g.detach()
                 d.stop()
+
+    def test_the_optimizer_state_is_saved_on_checkpoint_rounds_and_restored_by_a_restarted_trainer(self):
+        def adam(m):
+            return torch.optim.Adam([p for p in m.parameters() if p.requires_grad], lr=0.01)
+        m = self.model()
+        opt = adam(m)
+        d = self.daemon(checkpoint_every=2)
+        g = self.attach()
+        g.bind(m, opt)
+        path = os.path.join(self.dir, "trainer_optimizer.pt")
+        x = torch.randn(4, 3)
+        for k in range(3):
+            opt.zero_grad()
+            m(x).pow(2).mean().backward()
+            opt.step()
+            g.mix()
+            self.assertEqual(os.path.exists(path), k >= 1)  # rounds 1, 2, 3: saved at round 2
+        self.assertEqual(torch.load(path)["state"][0]["step"].item(), 2)
+        with contextlib.redirect_stderr(io.StringIO()):
+            g.detach()  # saves the newest
+        want = opt.state_dict()
+        self.assertEqual(torch.load(path)["state"][0]["step"].item(), 3)
+        d.stop()
+        # The trainer restarts: a new module and optimizer against a daemon that has the model.
+        self.daemon(model=np.zeros(10), checkpoint_every=2)
+        m2 = self.model()
+        opt2 = adam(m2)
+        g2 = self.attach()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            g2.bind(m2, opt2)
+        self.assertIn("restored the optimizer's state", err.getvalue())
+        got = opt2.state_dict()
+        for k in want["state"]:
+            for name in ("exp_avg", "exp_avg_sq", "step"):
+                self.assertTrue(torch.equal(got["state"][k][name], want["state"][k][name]), name)
+        # A state that does not fit (another optimizer's) is one clear error.
+        g2.detach()
+        self.daemon(model=np.zeros(10))
+        g3 = self.attach()
+        with self.assertRaisesRegex(gossipd.GossipdError, "does not fit this optimizer"):
+            g3.bind(self.model(), torch.optim.SGD([torch.zeros(1)], lr=0.1))
 
     def test_wrong_dtype_is_refused(self):
         self.daemon()

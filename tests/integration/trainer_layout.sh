@@ -88,5 +88,7 @@ for i in 0 1; do
   [ "$(json_field "$out" frozen_identical)" = True ] || fail "node $i's frozen layer changed"
   /usr/bin/python3 -c "import numpy as np,sys; assert np.load(sys.argv[1]).shape == (75,)" "$WORK/node-$i/model.npy" ||
     fail "node $i's model.npy is not the 75 values model_layout.json indexes"
+  /usr/bin/python3 -c "import torch,sys; s = torch.load(sys.argv[1])['state']; assert len(s) == 4 and all('momentum_buffer' in v for v in s.values()), s.keys()" \
+    "$WORK/node-$i/trainer_optimizer.pt" || fail "node $i's trainer_optimizer.pt does not hold the momentum of its 4 tensors"
 done
-echo "ok: $ROUNDS rounds; both frozen layers bit-identical"
+echo "ok: $ROUNDS rounds; both frozen layers bit-identical; the optimizers' momentum saved beside the checkpoints"

@@ -46,10 +46,11 @@ model = Net(a.order == "swapped")
 for p in model.embed.parameters():
     p.requires_grad_(False)
 frozen = [p.detach().clone() for p in model.embed.parameters()]
+opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9)
 result = {"order": a.order}
 with gossipd.attach(a.data_dir, timeout=3.0, reconnect_timeout=60.0) as g:
     try:
-        g.bind(model)
+        g.bind(model, opt)  # its momentum is saved on the daemon's checkpoint rounds
     except gossipd.BridgeError as e:
         result.update(attach_error_code=e.code, attach_error=str(e))
         json.dump(result, open(a.out, "w"))
@@ -64,7 +65,6 @@ with gossipd.attach(a.data_dir, timeout=3.0, reconnect_timeout=60.0) as g:
         gen = torch.Generator().manual_seed(100 + g.node)
         x = torch.randn(64, 8, generator=gen)
         y = torch.randn(64, 3, generator=gen)
-        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05)
         while not g.done:
             opt.zero_grad()
             loss = (model(x) - y).pow(2).mean()
