@@ -63,13 +63,16 @@ std::optional<std::string> ModelLayout::parse(const json* field, std::uint64_t d
       TensorLayout t;
       if (!parseTensor((*field)[k], t))
         return "layout entry " + std::to_string(k) + " is not [name, [shape...], dtype]: " + (*field)[k].dump().substr(0, 120);
-      total += t.size();
-      if (total > dim) break;
+      // Checked as it goes, so that a hostile shape cannot wrap the count around.
+      std::uint64_t n = 1;
+      for (const auto d : t.shape)
+        if (d != 0 && n > dim / d + 1) return "the layout's tensors hold more values than dim = " + std::to_string(dim);
+        else n *= d;
+      total += n;
+      if (total > dim) return "the layout's tensors hold more values than dim = " + std::to_string(dim);
       l.tensors.push_back(std::move(t));
     }
-    if (total != dim)
-      return "the layout's tensors hold " + std::string(total > dim ? "more than " : "") + std::to_string(total) +
-             " values, not dim = " + std::to_string(dim);
+    if (total != dim) return "the layout's tensors hold " + std::to_string(total) + " values, not dim = " + std::to_string(dim);
   }
   out = std::move(l);
   return std::nullopt;

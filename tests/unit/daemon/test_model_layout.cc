@@ -33,7 +33,10 @@ TEST_CASE("a layout is parsed - its sizes must add up to dim - malformed entries
   CHECK(l.tensors[0].size() == 12);
   CHECK(l.toJson() == kMlp);
   CHECK(refusal(kMlp, 25) == "the layout's tensors hold 24 values, not dim = 25");
-  CHECK(refusal(kMlp, 20) == "the layout's tensors hold more than 24 values, not dim = 20");
+  CHECK(refusal(kMlp, 20) == "the layout's tensors hold more values than dim = 20");
+  // A shape whose product wraps around 2^64 is not taken for a small one.
+  CHECK(refusal(json::parse(R"([["w",[4294967296,4294967296,2],"float32"]])"), 8) ==
+        "the layout's tensors hold more values than dim = 8");
   CHECK(refusal(json::parse(R"([["w",[2,-1],"float32"]])"), 2).rfind("layout entry 0 is not [name, [shape...], dtype]", 0) == 0);
   CHECK(refusal(json::parse(R"([["",[2],"float32"]])"), 2).rfind("layout entry 0", 0) == 0);  // unnamed tensor
   CHECK(refusal(json::parse(R"({"w":[2]})"), 2) == "layout must be a non-empty list of [name, shape, dtype]");
