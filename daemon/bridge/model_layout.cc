@@ -1,6 +1,7 @@
 #include "daemon/bridge/model_layout.h"
 
 #include <cstdio>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,34 @@ bool parseTensor(const json& e, TensorLayout& t) {
   return !t.name.empty() && !t.dtype.empty();
 }
 
+// prod(shape), or nullopt once it passes `limit`: a hostile shape cannot wrap the count around.
+std::optional<std::uint64_t> sizeUpTo(const std::vector<std::uint64_t>& shape, std::uint64_t limit) {
+  std::uint64_t n = 1;
+  for (const auto d : shape) {
+    if (d == 0) return 0;
+    if (n > limit / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+// The entries of a layout list into `out`, their values counted into `total` (at most `limit`). Returns
+// the reason when an entry is malformed or the values pass the limit.
+std::optional<std::string> parseTensors(const json& list, std::uint64_t limit, std::vector<TensorLayout>& out,
+                                        std::uint64_t& total) {
+  total = 0;
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    TensorLayout t;
+    if (!parseTensor(list[k], t))
+      return "layout entry " + std::to_string(k) + " is not [name, [shape...], dtype]: " + list[k].dump().substr(0, 120);
+    const auto n = sizeUpTo(t.shape, limit - total);
+    if (!n) return "the layout's tensors hold more values than dim = " + std::to_string(limit);
+    total += *n;
+    out.push_back(std::move(t));
+  }
+  return std::nullopt;
+}
+
 std::uint64_t fnv1a64(std::string_view s) {
   std::uint64_t h = 1469598103934665603ull;
   for (const char c : s) {
@@ -59,19 +88,7 @@ std::optional<std::string> ModelLayout::parse(const json* field, std::uint64_t d
   if (field && !field->is_null()) {
     if (!field->is_array() || field->empty()) return "layout must be a non-empty list of [name, shape, dtype]";
     std::uint64_t total = 0;
-    for (std::size_t k = 0; k < field->size(); ++k) {
-      TensorLayout t;
-      if (!parseTensor((*field)[k], t))
-        return "layout entry " + std::to_string(k) + " is not [name, [shape...], dtype]: " + (*field)[k].dump().substr(0, 120);
-      // Checked as it goes, so that a hostile shape cannot wrap the count around.
-      std::uint64_t n = 1;
-      for (const auto d : t.shape)
-        if (d != 0 && n > dim / d + 1) return "the layout's tensors hold more values than dim = " + std::to_string(dim);
-        else n *= d;
-      total += n;
-      if (total > dim) return "the layout's tensors hold more values than dim = " + std::to_string(dim);
-      l.tensors.push_back(std::move(t));
-    }
+    if (auto bad = parseTensors(*field, dim, l.tensors, total)) return bad;
     if (total != dim) return "the layout's tensors hold " + std::to_string(total) + " values, not dim = " + std::to_string(dim);
   }
   out = std::move(l);
@@ -117,16 +134,7 @@ std::string describeLayoutIdentityDifference(std::string_view ours, std::string_
   // Inline layouts are JSON lists; the dimension is compared by its own identity key, so any will do here.
   const auto parsed = [](std::string_view v, ModelLayout& out) {
     const json j = json::parse(v, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_array()) return false;
-    std::uint64_t total = 0;
-    for (const auto& e : j) {
-      TensorLayout t;
-      if (!parseTensor(e, t)) return false;
-      total += t.size();
-      out.tensors.push_back(std::move(t));
-    }
-    out.dim = total;
-    return true;
+    return j.is_array() && !parseTensors(j, std::numeric_limits<std::uint64_t>::max(), out.tensors, out.dim);
   };
   const auto plain = [](std::string_view v) {
     const json j = json::parse(v, nullptr, false);
