@@ -308,6 +308,17 @@ struct TrainerBridge::Impl {
       return error(id, BridgeError::NoOp, "a message without \"op\"");
     if (isTrainer(id)) lastHeard = now;
     const std::string op = m["op"].get<std::string>();
+    if (op == "hello") {
+      // Before an attach: what the client must know to choose what it binds. Floating-point buffers
+      // (BatchNorm's running statistics) are mixed only in model mode, where the trainer's values come in
+      // every round; in gradient mode the daemon writes its model over the region each round and would
+      // erase the trainer's updates to them (docs/trainer.md, "Buffers").
+      return send(id, {{"op", "hello"},
+                       {"version", 1},
+                       {"mode", o.gradient_mode ? "gradient" : "model"},
+                       {"algorithm", o.algorithm},
+                       {"dim", model ? json(model->size()) : json(nullptr)}});
+    }
     if (op == "attach") return onAttach(id, m, now, model, next);
     if (op == "init") return onInit(id);
     if (op == "mix") return onRoundRequest(id, m, Op::Mix, now);

@@ -198,6 +198,29 @@ TEST_CASE("the first trainer's layout is the node's - a later attach with anothe
   CHECK(c.reply(b, &*x0, 0)["op"] == "attached");
 }
 
+TEST_CASE("hello: the mode and the model's size before any attach - attaching nothing") {
+  TempDir d;
+  TrainerBridge model(options(d.path));
+  Client c(model.endpoint());
+  c.send({{"op", "hello"}});
+  auto r = c.reply(model, nullptr, 0);
+  CHECK(r["op"] == "hello");
+  CHECK(r["version"] == 1);
+  CHECK(r["mode"] == "model");
+  CHECK(r["dim"].is_null());  // no model yet: the first trainer's will be the initial one
+  CHECK(model.stateName(0) == "none");
+  const Vec x = Vec::Constant(5, 1.0f);
+  c.send({{"op", "hello"}});
+  r = c.reply(model, &x, 0);
+  CHECK(r["dim"] == 5);
+
+  TempDir d2;
+  TrainerBridge grad(options(d2.path, true));
+  Client g(grad.endpoint());
+  g.send({{"op", "hello"}});
+  CHECK(g.reply(grad, nullptr, 0)["mode"] == "gradient");
+}
+
 TEST_CASE("a node that joined beyond cluster.nodes is given a shard within range") {
   TempDir d;
   auto o = options(d.path);
