@@ -1,6 +1,6 @@
 #pragma once
-// A node's model where a user can load it: dir/model.npy (NumPy format 1.0, '<f8', shape (n,), the data
-// 64-byte aligned as the format asks) and dir/model.json (model kind, shape, layout, round, node). Both
+// A node's model where a user can load it: dir/model.npy (NumPy format 1.0, '<f4' ('<f8' in the float64
+// build), shape (n,), the data 64-byte aligned as the format asks) and dir/model.json (model kind, shape, layout, round, node). Both
 // are written atomically (temp file, fsync, rename, fsync of the directory): a reader sees the old model
 // or the new one, never a torn file. IoError naming the path on failure.
 #include <filesystem>

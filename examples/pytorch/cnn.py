@@ -87,25 +87,29 @@ def shard_indices(labels: np.ndarray, node: int, nodes: int, seed: int = 0, diri
 
 
 class CNN(nn.Module):
-    """conv5x5(16) - pool - conv5x5(32) - pool - fc(64) - fc(10): 114,314 parameters."""
+    """conv5x5(16) - pool - conv5x5(32) - pool - fc(64) - fc(10): 114,314 parameters. With `batchnorm`, a
+    BatchNorm2d after each convolution (+96 parameters, +96 running statistics): the model whose buffers
+    gossipd mixes in model mode (docs/trainer.md, "Buffers")."""
 
-    def __init__(self):
+    def __init__(self, batchnorm: bool = False):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 16, 5, padding=2)
         self.conv2 = nn.Conv2d(16, 32, 5, padding=2)
+        self.bn1 = nn.BatchNorm2d(16) if batchnorm else nn.Identity()
+        self.bn2 = nn.BatchNorm2d(32) if batchnorm else nn.Identity()
         self.fc1 = nn.Linear(32 * 7 * 7, 64)
         self.fc2 = nn.Linear(64, 10)
 
     def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
-def make_model(seed: int = 0) -> CNN:
+def make_model(seed: int = 0, batchnorm: bool = False) -> CNN:
     """The CNN with weights drawn from `seed`: the same initial model in every process."""
     torch.manual_seed(seed)
-    return CNN()
+    return CNN(batchnorm)
 
 
 def num_params(model: nn.Module) -> int:
@@ -135,12 +139,18 @@ class Batches:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int = 1000):
-    """(accuracy, mean cross-entropy) of `model` on (x, y)."""
+    """(accuracy, mean cross-entropy) of `model` on (x, y), in eval mode (BatchNorm uses its running
+    statistics, and does not update them); the model's mode is restored after."""
+    was_training = model.training
+    model.eval()
     correct, loss = 0, 0.0
-    for i in range(0, len(x), batch):
-        out = model(x[i:i + batch])
-        loss += F.cross_entropy(out, y[i:i + batch], reduction="sum").item()
-        correct += (out.argmax(1) == y[i:i + batch]).sum().item()
+    try:
+        for i in range(0, len(x), batch):
+            out = model(x[i:i + batch])
+            loss += F.cross_entropy(out, y[i:i + batch], reduction="sum").item()
+            correct += (out.argmax(1) == y[i:i + batch]).sum().item()
+    finally:
+        model.train(was_training)
     return correct / len(x), loss / len(x)
 
 

@@ -53,6 +53,10 @@ def parse_args(argv=None):
     p.add_argument("--eval-max", type=int, default=2000, help="evaluate on the first this many test images (0: all)")
     p.add_argument("--log-every", type=int, default=10, help="a progress line every this many rounds")
     p.add_argument("--seed", type=int, default=0, help="model initialisation and shard split (same on every node)")
+    p.add_argument("--batchnorm", action="store_true",
+                   help="a BatchNorm2d after each convolution (model mode mixes its running statistics)")
+    p.add_argument("--local-buffers", action="store_true",
+                   help="keep the BatchNorm running statistics local instead of mixing them (for comparison)")
     p.add_argument("--dirichlet", type=float, default=None, metavar="ALPHA",
                    help="label-skewed shards: each class divided among nodes by Dirichlet(ALPHA)")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds of daemon silence before reconnecting")
@@ -124,7 +128,7 @@ class Run:
 
 
 def dry_run(args, train_raw):
-    model = cnn.make_model(args.seed)
+    model = cnn.make_model(args.seed, args.batchnorm)
     run = Run(args, model, args.node, args.nodes, train_raw)
     acc, tl = run.evaluate()
     print(f"node {args.node}/{args.nodes}: dry run, initial test accuracy {acc:.2%} (loss {tl:.4f})", flush=True)
@@ -149,9 +153,9 @@ def bytes_sent(data_dir: str):
 
 
 def train(args, train_raw):
-    model = cnn.make_model(args.seed)  # the same initial model on every node
+    model = cnn.make_model(args.seed, args.batchnorm)  # the same initial model on every node
     with gossipd.attach(args.data_dir, timeout=args.timeout, reconnect_timeout=args.reconnect_timeout) as g:
-        g.bind(model)  # model params now live in the daemon's shared memory
+        g.bind(model, local_buffers=args.local_buffers)  # params (and buffers) now live in shared memory
         if args.mode != "auto" and args.mode != g.mode:
             raise SystemExit(f"train_cnn: --mode {args.mode}, but the daemon runs trainer.mode = {g.mode!r}")
         print(f"node {g.node}/{g.nodes}: attached to {g.endpoint}: {g.algorithm}, trainer.mode {g.mode}, "

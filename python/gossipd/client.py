@@ -223,7 +223,7 @@ class Trainer:
         return self._grad
 
     # ----------------------------------------------------------------- binding (sends attach)
-    def bind(self, module: Any, optimizer: Any = None) -> Any:
+    def bind(self, module: Any, optimizer: Any = None, local_buffers: Any = ()) -> Any:
         """Attach with the parameters of a torch module and make them views of the shared memory.
 
         The parameters that require a gradient are taken, in ``named_parameters()`` order; frozen ones
@@ -237,13 +237,18 @@ class Trainer:
         ``.float()``, ``.double()``): mix and step check that every parameter is still its view and raise
         GossipdError if not. The parameters must be on the CPU with the attach dtype. Returns the module.
 
+        Buffers: when the daemon runs ``trainer.mode = "model"`` the module's floating-point buffers
+        (BatchNorm's running mean and variance) are bound and mixed with the parameters, as DDP synchronises
+        them; ``local_buffers`` (a list of buffer names, or True for all) keeps some on this node. Integer
+        buffers (``num_batches_tracked``) and every buffer in gradient mode stay local.
+
         `optimizer` (optional): its ``state_dict()`` is saved to ``<data_dir>/trainer_optimizer.pt`` on the
         rounds the daemon checkpoints (``node.checkpoint_every``) and at detach, and loaded here when the
         daemon already has a model: a restarted trainer continues with its momentum or Adam moments.
         """
         self._need_unbound()
         from .torch_helper import ModuleBinding, load_optimizer  # torch only for torch users
-        self._binding = ModuleBinding(module, self._np_dtype)
+        self._binding = ModuleBinding(module, self._np_dtype, local_buffers)
         init = self._first_attach()
         if optimizer is not None and not init and load_optimizer(optimizer, self._optimizer_path()):
             print(f"gossipd: restored the optimizer's state from {self._optimizer_path()}", file=sys.stderr, flush=True)
@@ -609,9 +614,7 @@ class Trainer:
         """attach (retrying on fresh sockets until `deadline`), map the shared memory, bind the parameters
         to it and, if the daemon asks for it, send init. Returns the reply's init."""
         b = self._binding
-        msg = {"op": "attach", "version": PROTOCOL_VERSION, "dim": b.dim, "dtype": self.dtype, "pid": os.getpid()}
-        if getattr(b, "layout", None) is not None:
-            msg["layout"] = b.layout
+        msg: Optional[dict] = None
         while True:
             # A daemon that ran its last round while this trainer was busy (or not answering) has exited:
             # retrying for reconnect_timeout would only keep the trainer (and `gossipd cluster`) waiting.
@@ -625,6 +628,13 @@ class Trainer:
             # A fresh socket per try: an attach queued towards a daemon that died is dropped with it.
             self._open_socket()
             try:
+                if not getattr(b, "chosen", True):
+                    self._choose_tensors(b, min(self.timeout, left))
+                if msg is None:
+                    msg = {"op": "attach", "version": PROTOCOL_VERSION, "dim": b.dim, "dtype": self.dtype,
+                           "pid": os.getpid()}
+                    if getattr(b, "layout", None) is not None:
+                        msg["layout"] = b.layout
                 reply = self._request(msg, ("attached",), budget=min(self.timeout, left))
                 break
             except _Lost:
@@ -646,6 +656,19 @@ class Trainer:
             ready = self._request({"op": "init"}, ("ready",))
             self._set_round(ready.get("round"))
         return init
+
+    def _choose_tensors(self, b: Any, budget: float) -> None:
+        """Asks the daemon its trainer mode (hello) and fixes which of the module's tensors are bound: its
+        buffers are mixed in model mode only. A daemon from before hello (unknown_op) keeps them local."""
+        try:
+            mode = self._request({"op": "hello"}, ("hello",), budget=budget).get("mode")
+        except BridgeError as e:
+            if e.code != "unknown_op":
+                raise
+            mode = None
+        note = b.choose(mode if isinstance(mode, str) else None)
+        if note:
+            print(note, file=sys.stderr, flush=True)
 
     def _check_attached(self, reply: dict, dim: int) -> None:
         if reply.get("dim") != dim:

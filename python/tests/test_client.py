@@ -48,7 +48,8 @@ class FakeDaemon(threading.Thread):
     def __init__(self, data_dir: str, *, dtype="float32", mode="model", algorithm="dpsgd", node=2, nodes=4,
                  rounds=100, model=None, start_round=0, waits=0, wait_interval=0.05, grad_at=False, lr=0.1,
                  mix_fn=default_mix, attach_error=None, round_error=None, die_on_request=None, codes=True,
-                 not_attached_text="not attached: send attach first", no_shards=False, checkpoint_every=100):
+                 not_attached_text="not attached: send attach first", no_shards=False, checkpoint_every=100,
+                 hello=True):
         super().__init__(daemon=True)
         self.data_dir = data_dir
         self.dtype = np.dtype(DTYPES[dtype])
@@ -63,6 +64,7 @@ class FakeDaemon(threading.Thread):
         self.not_attached_text = not_attached_text
         self.no_shards = no_shards  # an attached reply without shard/shards, as a daemon from before them
         self.checkpoint_every = checkpoint_every
+        self.hello = hello  # False: unknown_op, as a daemon from before hello
         self.die_on_request = die_on_request  # die (no reply) at the n-th mix/grad, 1-based
         # What the trainer did, for the tests to check.
         self.log: list = []  # every message received, parsed
@@ -208,6 +210,9 @@ class FakeDaemon(threading.Thread):
             now = time.monotonic()
             self.pending = (ident, op, m.get("loss"), now + self.waits * self.wait_interval, now)
             return
+        if op == "hello" and self.hello:
+            return self.send(sock, ident, op="hello", version=1, mode=self.mode, algorithm=self.algorithm,
+                             dim=None if self.model is None else int(self.model.size))
         if op == "report":
             self.reports.append({k: v for k, v in m.items() if k != "op"})
             return self.send(sock, ident, op="ok")
@@ -942,6 +947,135 @@ class TestTorch(Base):
         g = self.attach()
         with self.assertRaisesRegex(ValueError, "torch.float64 but the bridge dtype is torch.float32"):
             g.bind(self.model().double())
+
+
+def BatchNormNet():
+    """Linear(3, 4) then BatchNorm1d(4): parameters, two float buffers and an integer one."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(1)
+            self.fc = torch.nn.Linear(3, 4)
+            self.bn = torch.nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            return self.bn(self.fc(x))
+    return Net()
+
+
+@unittest.skipIf(torch is None, "torch does not import")
+class TestBuffers(Base):
+    """Floating-point buffers are mixed in model mode (after the parameters), stay local otherwise."""
+
+    def bind(self, module, daemon_kw=None, **bind_kw):
+        d = self.daemon(**(daemon_kw or {}))
+        g = self.attach()
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            g.bind(module, **bind_kw)
+        attach = next(m for m in d.log if m.get("op") == "attach")
+        return d, g, [e[0] for e in attach.get("layout", [])], err.getvalue()
+
+    def test_model_mode_binds_the_running_statistics_and_forward_updates_them_in_the_shared_memory(self):
+        m = BatchNormNet()
+        d, g, names, err = self.bind(m)
+        self.assertEqual(names, ["fc.weight", "fc.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"])
+        self.assertEqual(g.dim, 12 + 4 + 4 + 4 + 4 + 4)  # num_batches_tracked (int64) is not bound
+        self.assertEqual(err, "")
+        m.train()
+        m(torch.randn(8, 3) + 5.0)  # a training forward moves the running mean in place...
+        mean = d.params()[24:28]  # after 12 + 4 + 4 + 4 parameter values
+        self.assertTrue(np.all(np.abs(mean) > 0.01), mean)  # ...in the shared memory
+        np.testing.assert_array_equal(mean, m.bn.running_mean.numpy())
+        d.params()[28:32] = 7.0  # the daemon's mixed variance shows in the module
+        self.assertTrue(torch.equal(m.bn.running_var, torch.full((4,), 7.0)))
+        self.assertEqual(m.bn.num_batches_tracked.item(), 1)  # local, counted as before
+        m.bn.running_mean = m.bn.running_mean.clone()  # a module that replaced its buffer: refused at mix
+        with self.assertRaisesRegex(gossipd.GossipdError, "buffer 'bn.running_mean' is no longer in the shared memory"):
+            g.mix()
+
+    def test_local_buffers_keeps_the_named_ones_or_all_out(self):
+        d, g, names, _ = self.bind(BatchNormNet(), local_buffers=["bn.running_var"])
+        self.assertEqual(names[-1], "bn.running_mean")
+        self.assertNotIn("bn.running_var", names)
+        g.detach()
+        d.stop()
+        _, _, names, _ = self.bind(BatchNormNet(), local_buffers=True)
+        self.assertEqual(names[-1], "bn.bias")
+        g = self.attach()
+        with self.assertRaisesRegex(ValueError, "local_buffers names 'bn.running_varr'.*its buffers: bn.running_mean"):
+            g.bind(BatchNormNet(), local_buffers=["bn.running_varr"])
+
+    def test_gradient_mode_and_a_daemon_without_hello_keep_the_buffers_local_and_say_so(self):
+        for kw, why in (({"mode": "gradient"}, "trainer.mode = 'gradient'"), ({"hello": False}, "too old")):
+            with self.subTest(why):
+                m = BatchNormNet()
+                before = m.bn.running_mean.clone()
+                d, g, names, err = self.bind(m, kw)
+                self.assertEqual(names[-1], "bn.bias")
+                self.assertIn("2 buffers (bn.running_mean, ...) stay local", err)
+                self.assertIn(why, err)
+                m.train()
+                m(torch.randn(8, 3) + 5.0)
+                self.assertFalse(torch.equal(m.bn.running_mean, before))  # still the module's own tensor
+                g.detach()
+                d.stop()
+
+    def test_a_buffer_of_another_dtype_is_refused_with_the_way_out(self):
+        m = BatchNormNet()
+        m.bn.running_var = m.bn.running_var.double()
+        g = self.attach()
+        with self.assertRaisesRegex(ValueError, "buffer 'bn.running_var' is torch.float64.*local_buffers"):
+            g.bind(m)
+
+
+@unittest.skipIf(torch is None, "torch does not import")
+class TestLoad(Base):
+    """gossipd.load: a node's model.npy into a module by name, through model_layout.json."""
+
+    def write_node(self, module, names):
+        sd = module.state_dict()
+        tensors, off, parts = [], 0, []
+        for n in names:
+            t = sd[n]
+            tensors.append({"name": n, "shape": list(t.shape), "dtype": "float32", "offset": off})
+            parts.append(t.reshape(-1).numpy())
+            off += t.numel()
+        with open(os.path.join(self.dir, "model_layout.json"), "w") as f:
+            json.dump({"dim": off, "tensors": tensors}, f)
+        np.save(os.path.join(self.dir, "model.npy"), np.concatenate(parts).astype(np.float32))
+
+    def test_round_trip_by_name_leaving_other_tensors_alone(self):
+        trained = BatchNormNet()
+        with torch.no_grad():
+            for t in trained.state_dict().values():
+                if t.is_floating_point():
+                    t.add_(torch.randn_like(t))
+        # The index lists tensors in another order than the module: load goes by name.
+        names = ["bn.running_var", "fc.weight", "bn.bias", "fc.bias", "bn.running_mean"]
+        self.write_node(trained, names)
+        fresh = BatchNormNet()
+        untouched = fresh.bn.weight.clone()  # not in the node's model (as a frozen parameter)
+        self.assertEqual(gossipd.load(fresh, self.dir), names)
+        for n in names:
+            self.assertTrue(torch.equal(fresh.state_dict()[n], trained.state_dict()[n]), n)
+        self.assertTrue(torch.equal(fresh.bn.weight, untouched))
+
+    def test_what_does_not_fit_is_one_error_and_changes_nothing(self):
+        self.write_node(BatchNormNet(), ["fc.weight", "bn.running_mean"])
+        other = torch.nn.Sequential(torch.nn.Linear(3, 4))
+        with self.assertRaisesRegex(gossipd.GossipdError, "no tensor 'fc.weight'"):
+            gossipd.load(other, self.dir)
+        wide = BatchNormNet()
+        wide.fc = torch.nn.Linear(3, 5)
+        before = {k: v.clone() for k, v in wide.state_dict().items()}
+        with self.assertRaisesRegex(gossipd.GossipdError, r"'fc.weight' is \[5, 3\] in the module, \[4, 3\]"):
+            gossipd.load(wide, self.dir)
+        for k, v in wide.state_dict().items():
+            self.assertTrue(torch.equal(v, before[k]), k)
+        os.remove(os.path.join(self.dir, "model_layout.json"))
+        with self.assertRaisesRegex(gossipd.GossipdError, "model_layout.json does not exist"):
+            gossipd.load(BatchNormNet(), self.dir)
 
 
 if __name__ == "__main__":

@@ -32,12 +32,14 @@ wait_for 60 "node 0 to write model_layout.json (its trainer's init)" test -s "$W
 import json, sys
 j = json.load(open(sys.argv[1]))
 names = [t["name"] for t in j["tensors"]]
-assert names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"], names  # embed.* is frozen: not bound
-assert [t["offset"] for t in j["tensors"]] == [0, 48, 54, 72] and j["dim"] == 75, j
+# embed.* is frozen: not bound; the BatchNorm's float buffers follow the parameters, num_batches_tracked stays
+assert names == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "bn.weight", "bn.bias", "bn.running_mean",
+                 "bn.running_var"], names
+assert [t["offset"] for t in j["tensors"]] == [0, 48, 54, 72, 75, 81, 87, 93] and j["dim"] == 99, j
 PY
-echo "ok: model_layout.json names the 4 trainable tensors (the frozen embed.* left out)"
+echo "ok: model_layout.json names the 6 trainable tensors and 2 BatchNorm buffers (the frozen embed.* left out)"
 
-# A node whose trainer bound the swapped module (same 75 values, fc2 before fc1) is refused at join.
+# A node whose trainer bound the swapped module (same 99 values, fc2 before fc1) is refused at join.
 seed=$(endpoint_of 0)
 mkdir -p "$WORK/other"
 "$GOSSIPD" run "${args[@]}" --set node.id=1 --set node.data_dir="$WORK/other" --set node.listen=tcp://127.0.0.1:0 \
@@ -86,9 +88,34 @@ for i in 0 1; do
   test -s "$out" || fail "trainer $i wrote no result: $(tail -n 3 "$WORK/node-$i/trainer.log")"
   [ "$(json_field "$out" rounds)" = $ROUNDS ] || fail "trainer $i ended at round $(json_field "$out" rounds)"
   [ "$(json_field "$out" frozen_identical)" = True ] || fail "node $i's frozen layer changed"
-  /usr/bin/python3 -c "import numpy as np,sys; assert np.load(sys.argv[1]).shape == (75,)" "$WORK/node-$i/model.npy" ||
-    fail "node $i's model.npy is not the 75 values model_layout.json indexes"
-  /usr/bin/python3 -c "import torch,sys; s = torch.load(sys.argv[1])['state']; assert len(s) == 4 and all('momentum_buffer' in v for v in s.values()), s.keys()" \
-    "$WORK/node-$i/trainer_optimizer.pt" || fail "node $i's trainer_optimizer.pt does not hold the momentum of its 4 tensors"
+  /usr/bin/python3 -c "import numpy as np,sys; assert np.load(sys.argv[1]).shape == (99,)" "$WORK/node-$i/model.npy" ||
+    fail "node $i's model.npy is not the 99 values model_layout.json indexes"
+  /usr/bin/python3 -c "import torch,sys; s = torch.load(sys.argv[1])['state']; assert len(s) == 6 and all('momentum_buffer' in v for v in s.values()), s.keys()" \
+    "$WORK/node-$i/trainer_optimizer.pt" || fail "node $i's trainer_optimizer.pt does not hold the momentum of its 6 tensors"
+  # gossipd.load puts the node's model.npy into a fresh module by name: it equals the trainer's final module.
+  /usr/bin/python3 - "$WORK/node-$i" "$WORK/out$i.pt" "$(dirname "$0")" <<'PY' || fail "gossipd.load of node $i's model"
+import sys, torch
+sys.path.insert(0, sys.argv[3])
+import trainer_module, gossipd
+fresh, final = trainer_module.make(), torch.load(sys.argv[2])
+loaded = gossipd.load(fresh, sys.argv[1])
+assert loaded == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "bn.weight", "bn.bias", "bn.running_mean",
+                  "bn.running_var"], loaded
+for name, t in fresh.state_dict().items():
+    if name != "bn.num_batches_tracked":  # local: counted by the trainer, not in model.npy
+        assert torch.equal(t, final[name]), (name, t, final[name])
+PY
 done
-echo "ok: $ROUNDS rounds; both frozen layers bit-identical; the optimizers' momentum saved beside the checkpoints"
+# The BatchNorm running means were mixed: node 1's inputs are shifted by 2, so alone the two nodes' running
+# means would be as far apart as the means of their BatchNorm inputs (a ratio of ~1); mixed they are pulled
+# together every round while each forward pass pulls 10% back towards the node's own mean (0.33 here, with
+# DeepSqueeze top-30%; D-PSGD fp32 on two nodes would make them equal after each mix).
+/usr/bin/python3 - "$WORK/out0.json" "$WORK/out1.json" <<'PY' || fail "the BatchNorm statistics were not mixed"
+import json, sys, numpy as np
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+apart = np.linalg.norm(np.subtract(a["bn_input_mean"], b["bn_input_mean"]))
+mixed = np.linalg.norm(np.subtract(a["running_mean"], b["running_mean"]))
+print(f"ok: the running means are {mixed:.4f} apart, the nodes' own input means {apart:.4f}")
+assert mixed < 0.5 * apart, (mixed, apart)
+PY
+echo "ok: $ROUNDS rounds; both frozen layers bit-identical; the optimizers' momentum saved beside the checkpoints; gossipd.load gives each node's final module"
