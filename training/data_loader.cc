@@ -243,6 +243,26 @@ LoadedData loadDatasetRows(const DataSpec& spec, const RowSelector& select, std:
   return out;
 }
 
+double DataShape::bytes() const {
+  return static_cast<double>(train_rows + test_rows) * (static_cast<double>(features) * sizeof(float) + sizeof(std::int32_t));
+}
+
+std::optional<DataShape> peekDataShape(const DataSpec& spec) {
+  if (spec.format != "idx" || spec.train.empty()) return std::nullopt;
+  checkSpec(spec);  // the errors loadDataset would give first, in the same order
+  (void)parseScaling(spec.scaling);
+  const std::string labelsPath = idxLabelsPath(spec.train, spec.train_labels, "data.train_labels");
+  DataShape s;
+  const IdxRowStream train(spec.train);
+  s.features = train.features();
+  s.train_rows = spec.limit > 0 ? std::min(spec.limit, train.rows()) : train.rows();
+  const auto labels = readIdxLabels(labelsPath);
+  for (std::size_t i = 0; i < std::min(labels.size(), train.rows()); ++i) s.classes = std::max(s.classes, labels[i] + 1);
+  if (!spec.test.empty()) s.test_rows = IdxRowStream(spec.test).rows();
+  if (spec.classes > 0) s.classes = spec.classes;
+  return s;
+}
+
 DataSpec fashionMnistSpec(const std::string& dir) {
   DataSpec s;
   s.format = "idx";

@@ -59,6 +59,16 @@ using RowSelector = std::function<std::vector<std::uint32_t>(const Dataset& labe
 // Other formats are loaded whole and then cut. DataError when `select` returns rows out of order or range.
 LoadedData loadDatasetRows(const DataSpec& spec, const RowSelector& select, std::size_t test_max);
 
+// What loadDataset(spec) will hold, read from the files' headers and the labels alone (no feature is
+// decoded): for a memory estimate before a large load. Only for idx data (nullopt for the text formats,
+// whose sizes are known only by parsing them). Errors as loadDataset's for the parts it reads.
+struct DataShape {
+  std::size_t train_rows = 0, test_rows = 0, features = 0;
+  int classes = 0;
+  double bytes() const;  // the loaded Datasets: float features and int labels
+};
+std::optional<DataShape> peekDataShape(const DataSpec& spec);
+
 // The Fashion-MNIST files of the Debian package dataset-fashion-mnist.
 DataSpec fashionMnistSpec(const std::string& dir = "/usr/share/datasets/fashion-mnist");
 

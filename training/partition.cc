@@ -118,6 +118,14 @@ Partition partitionDirichlet(const std::vector<std::int32_t>& labels, int classe
   return p;
 }
 
+Partition repeatShards(Partition p, std::size_t nodes) {
+  const std::size_t k = p.size();
+  GOSSIP_CHECK(k > 0 && k <= nodes, "repeatShards: ", k, " cells for ", nodes, " nodes");
+  p.resize(nodes);
+  for (std::size_t i = k; i < nodes; ++i) p[i] = p[i % k];
+  return p;
+}
+
 Partition partitionRows(const Dataset& data, int nodes, const PartitionSpec& spec) {
   if (spec.kind == "iid") return partitionIid(data.samples(), nodes, spec.seed);
   if (spec.kind != "label_sorted" && spec.kind != "dirichlet")

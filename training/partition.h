@@ -31,6 +31,10 @@ Partition partitionDirichlet(const std::vector<std::int32_t>& labels, int classe
 
 // Dispatch on spec.kind. ConfigError (naming data.partition / data.dirichlet_alpha / nodes) on bad
 // parameters or when the data has fewer samples than nodes, or label-based kinds on regression data.
+// `p` (k cells) grown to `nodes` cells, cell i a copy of cell i mod k (data.shards: nodes i and i + k train
+// on the same rows); `p` itself when it has `nodes` cells already.
+Partition repeatShards(Partition p, std::size_t nodes);
+
 Partition partitionRows(const Dataset& data, int nodes, const PartitionSpec& spec);
 
 // Dirichlet(alpha * 1_k) sample, computed in log space so that tiny alpha (0.01) does not underflow to

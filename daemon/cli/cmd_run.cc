@@ -43,6 +43,11 @@ int run(std::vector<std::string> argv) {
     }
   }
   const daemon::Config config = daemon::loadConfig(configFile, sets);
+  // The schema takes the simulator's range; a daemon's cluster is at most one membership table.
+  if (config.cluster.nodes > daemon::kMaxNodes)
+    throw ConfigError("cluster.nodes must be in [1," + std::to_string(daemon::kMaxNodes) +
+                      "] for gossipd run, the most one membership holds (got " + std::to_string(config.cluster.nodes) +
+                      "); only gossipd sim takes up to " + std::to_string(daemon::kMaxSimNodes));
   // Before the node is built: building waits for a trainer and loads the data, and a SIGTERM or Ctrl-C
   // there killed the process outright (issue 28). The waits see the request; loading finishes first.
   daemon::installStopSignals();

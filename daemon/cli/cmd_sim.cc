@@ -95,6 +95,16 @@ void checkOutPath(const std::string& out) {
   fs::remove(probe, ec);
 }
 
+// The process's peak resident memory (VmHWM of /proc/self/status), for the output beside the estimate;
+// nullopt where there is no /proc.
+std::optional<double> peakRssBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmHWM:")) return std::strtod(line.c_str() + 6, nullptr) * 1024.0;  // "VmHWM:  123 kB"
+  return std::nullopt;
+}
+
 }  // namespace
 
 int sim(std::vector<std::string> argv) {
@@ -153,6 +163,10 @@ int sim(std::vector<std::string> argv) {
     std::fprintf(stderr, "gossipd sim: %u nodes, %s, %s + %s, %llu rounds, %zu parameters\n", config.cluster.nodes,
                  config.cluster.topology.c_str(), config.algorithm.name.c_str(), config.compressor.name.c_str(),
                  static_cast<unsigned long long>(config.algorithm.rounds), problem->model->dim());
+    const auto& mem = problem->memory;
+    std::fprintf(stderr, "gossipd sim: memory estimate %s (%s per node: %.0f model-sized vectors + messages; %s data)\n",
+                 daemon::formatBytes(mem.bytes).c_str(), daemon::formatBytes(mem.per_node_bytes).c_str(),
+                 mem.vectors_per_node, daemon::formatBytes(mem.data_bytes).c_str());
     if (const auto& a = problem->auto_step)
       std::fprintf(stderr,
                    "gossipd sim: automatic step lr = %.6g (%s; the largest L over %zu nodes: %.6g for the whole local "
@@ -189,6 +203,14 @@ int sim(std::vector<std::string> argv) {
     j["records"] = nlohmann::json::array();
     for (const auto& r : records) j["records"].push_back(toJson(r));
     j["warnings"] = warnings;
+    // The estimate the run was checked against, beside the peak it reached (the kernel's high-water mark).
+    const auto& mem = problem->memory;
+    j["memory"] = {{"estimate_bytes", mem.bytes},
+                   {"estimate_state_bytes", mem.state_bytes},
+                   {"estimate_data_bytes", mem.data_bytes},
+                   {"estimate_per_node_bytes", mem.per_node_bytes},
+                   {"vectors_per_node", mem.vectors_per_node}};
+    if (const auto peak = peakRssBytes()) j["memory"]["peak_rss_bytes"] = *peak;
     if (const auto& a = problem->auto_step)
       j["lr_auto"] = {{"lr", a->lr},
                       {"L_full", a->agreed.full},

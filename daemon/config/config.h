@@ -60,9 +60,12 @@ inline constexpr std::array<std::string_view, 2> kTrainerModes{"model", "gradien
 // exact methods need the gradient inside their update.
 inline constexpr std::array<std::string_view, 3> kModelModeAlgorithms{"dpsgd", "deepsqueeze", "choco"};
 
-// Node ids (and cluster.nodes) are capped: a sim holds one state and one data shard per id, so an id like
-// 1000000 is a typo, not a plan (the memory estimate, daemon/config/memory_estimate.h, checks the rest).
+// Node ids (and cluster.nodes) are capped. A daemon's cluster is at most a membership table
+// (membership/membership.h, kMaxMembers): `gossipd run` refuses more. `gossipd sim` holds one state per
+// node and no membership, so it goes to 2^20 (issue 29: 100,000 simulated nodes; 2^20 ids is a typo guard,
+// the memory estimate, daemon/config/memory_estimate.h, checks what fits).
 inline constexpr std::uint32_t kMaxNodes = 65536;
+inline constexpr std::uint32_t kMaxSimNodes = 1u << 20;
 
 struct NodeConfig {
   PeerId id = 0;
@@ -159,6 +162,9 @@ struct DataConfig {
   std::uint32_t synthetic_samples = 50;  // per node
   std::uint32_t synthetic_dim = 40;
   double synthetic_heterogeneity = 1.0;  // 0 = iid nodes
+  // Data shards when fewer than the nodes: node i trains on shard i mod shards (nodes i and i + shards
+  // share their data). 0 = one shard per node. Lets 100,000 simulated nodes train on 60,000 images.
+  std::uint32_t shards = 0;
   std::uint64_t seed = 1;
 };
 

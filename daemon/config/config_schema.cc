@@ -36,7 +36,7 @@ const KeySpec kSchema[] = {
     K(node, log_format, {}, choicesOf<kLogFormats>),
 
     K(cluster, name),  // checked in validate()
-    K(cluster, nodes, Range::closed(1, kMaxNodes)),
+    K(cluster, nodes, Range::closed(1, kMaxSimNodes)),  // gossipd run: kMaxNodes (cmd_run.cc)
     K(cluster, topology),  // checked with topology::parseKind in validate()
     K(cluster, degree, Range::atLeast(1)),
     K(cluster, extra, Range::atLeast(0)),
@@ -122,6 +122,7 @@ const KeySpec kSchema[] = {
     K(data, synthetic_samples, Range::atLeast(1)),
     K(data, synthetic_dim, Range::atLeast(1)),
     K(data, synthetic_heterogeneity, Range::atLeast(0)),
+    K(data, shards, Range::atLeast(0)),
     K(data, seed),
 
     K(faults, drop, Range::rightOpen(0, 1)),

@@ -223,9 +223,9 @@ void checkFaults(const Config& c, std::vector<std::string>& p) {
   rounds(c.faults.join, "join");
   const auto ids = [&](const std::vector<FaultEvent>& list, const char* key) {
     for (std::size_t i = 0; i < list.size(); ++i)
-      if (list[i].node >= kMaxNodes)
+      if (list[i].node >= kMaxSimNodes)
         p.push_back(std::string("faults.") + key + "[" + std::to_string(i) + "].node must be < " +
-                    std::to_string(kMaxNodes) + " (got " + std::to_string(list[i].node) + ")");
+                    std::to_string(kMaxSimNodes) + " (got " + std::to_string(list[i].node) + ")");
   };
   ids(c.faults.crash, "crash");
   ids(c.faults.join, "join");

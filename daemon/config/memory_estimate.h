@@ -3,10 +3,11 @@
 // allocation: a config with a million nodes (or a join of node 999999, which cuts the data into a million
 // shards) must fail in one line instead of growing until the kernel kills the process.
 //
-// Counted in doubles of the model dimension d per node: the algorithm's own vectors (x, gradient, duals,
-// references), one replica/received payload per neighbour (average degree of the topology), error-feedback
-// memory, and the estimator's memory (LSVRG reference, SAGA table); plus data that is still to be
-// generated (synthetic), in bytes.
+// Counted per node in vectors of d values of the state's type (core/real.h; docs/algorithms.md lists them
+// per method): the method's own vectors and the gradient, the per-neighbour ones of the replica and exact
+// methods (average degree of the topology), error-feedback and estimator memory (LSVRG reference, SAGA
+// table); the engine's messages (one per neighbour and two outgoing, each the codec's size); a fixed 4 KiB;
+// plus the data, in bytes.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,13 +22,14 @@ struct MemoryEstimate {
   double data_bytes = 0;     // data still to be allocated
   std::uint64_t node_states = 0;  // nodes that hold a state at some point (initial + joins)
   std::uint64_t shards = 0;       // data shards (largest node id + 1)
-  double vectors_per_node = 0;    // d-sized double vectors per node
+  double vectors_per_node = 0;    // d-sized state vectors per node
+  double per_node_bytes = 0;      // one node's state, messages and bookkeeping
   double average_degree = 0;
 };
 
-// dim: model parameters; samples_per_node: local samples (for SAGA's table); classes: 0 for regression;
-// data_bytes: bytes of data not yet allocated (0 when the data is already loaded).
-MemoryEstimate estimateSimMemory(const Config& c, std::size_t dim, double samples_per_node, int classes,
+// dim: model parameters; samples_per_node: local samples (for SAGA's table); message_bytes: one encoded
+// message (Compressor::encodedBytes(dim)); data_bytes: the data, in bytes.
+MemoryEstimate estimateSimMemory(const Config& c, std::size_t dim, double samples_per_node, double message_bytes,
                                  double data_bytes);
 
 // MemAvailable from /proc/meminfo in bytes; nullopt when it cannot be read (non-Linux).

@@ -156,6 +156,21 @@ AutoStep agreeOnStep(const Config& c, const SimProblem& p) {
 }
 }  // namespace
 
+training::ModelSpec modelSpecOf(const Config& c) {
+  training::ModelSpec ms;
+  ms.kind = c.model.kind;
+  if (ms.kind == "mlp")  // [model].hidden has a default for mlp; other kinds ignore it
+    for (auto h : c.model.hidden) ms.hidden.push_back(static_cast<int>(h));
+  ms.l1 = c.model.l1;
+  ms.l2 = c.model.l2;
+  return ms;
+}
+
+// One encoded message of a dim-value model, as the configured codec makes it.
+double messageBytes(const Config& c, std::size_t dim) {
+  return static_cast<double>(compress::makeCompressor(c.compressor)->encodedBytes(static_cast<std::uint32_t>(dim)));
+}
+
 std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only) {
   auto p = std::make_unique<SimProblem>();
   std::size_t totalRows = 0;  // training rows of the whole problem (the node's shard may be all we hold)
@@ -165,23 +180,30 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
   // its own after agreeOnStep.
   const bool cutLate = only != nullptr && c.algorithm.lr_auto;
   for (const auto& j : c.faults.join) maxId = std::max(maxId, j.node);
-  const int shards = static_cast<int>(maxId) + 1;
+  const int shards = static_cast<int>(maxId) + 1;  // one partition cell per node id
+  bool checked = false;  // the memory estimate was checked before the data was allocated
+  // data.shards: the data is cut into fewer parts, node i trains on part i mod parts.
+  const int dataParts = c.data.shards > 0 ? std::min(shards, static_cast<int>(c.data.shards)) : shards;
+  if (dataParts < shards && c.data.train.find(kNodePlaceholder) != std::string::npos)
+    throw ConfigError("data.shards: the nodes' own files (data.train with {node}) are one shard each; leave it 0");
 
   if (c.data.format == "synthetic") {
     // Checked before the shards are generated: their size grows with the largest node id.
-    const double synthetic_bytes = 4.0 * shards * c.data.synthetic_samples * (c.data.synthetic_dim + 1.0);
-    checkSimMemory(c,
-                   estimateSimMemory(c, c.data.synthetic_dim + 1, c.data.synthetic_samples, 2, synthetic_bytes),
-                   memAvailableBytes());
+    const double synthetic_bytes = 4.0 * dataParts * c.data.synthetic_samples * (c.data.synthetic_dim + 1.0);
+    const int classes = c.model.kind == "least_squares" ? 0 : 2;  // what the generators below make
+    const std::size_t dim = training::makeModel(modelSpecOf(c), c.data.synthetic_dim, classes)->dim();
+    p->memory = estimateSimMemory(c, dim, c.data.synthetic_samples, messageBytes(c, dim), synthetic_bytes);
+    checkSimMemory(c, p->memory, memAvailableBytes());
+    checked = true;
     const auto parts =
         c.model.kind == "least_squares"
-            ? training::makeSyntheticLeastSquares(shards, c.data.synthetic_samples, c.data.synthetic_dim,
+            ? training::makeSyntheticLeastSquares(dataParts, c.data.synthetic_samples, c.data.synthetic_dim,
                                                   c.data.synthetic_heterogeneity, c.data.seed)
-            : training::makeSyntheticLogistic(shards, c.data.synthetic_samples, c.data.synthetic_dim,
+            : training::makeSyntheticLogistic(dataParts, c.data.synthetic_samples, c.data.synthetic_dim,
                                               c.data.synthetic_heterogeneity, c.data.seed);
     auto [all, partition] = training::concatNodes(parts);
     p->train = std::move(all);
-    p->setup.partition = std::move(partition);
+    p->setup.partition = training::repeatShards(std::move(partition), static_cast<std::size_t>(shards));
     totalRows = p->train.samples();
     if (only && !cutLate) cutToNode(*p, *only);
   } else {
@@ -198,7 +220,8 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
       auto loaded = training::loadDatasetRows(
           spec,
           [&](const training::Dataset& labels) {
-            partition = training::partitionRows(labels, shards, partitionSpec);
+            partition = training::repeatShards(training::partitionRows(labels, dataParts, partitionSpec),
+                                               static_cast<std::size_t>(shards));
             return partition.at(only->id);
           },
           /*test_max=*/0);
@@ -213,11 +236,21 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
       partition.at(only->id) = std::move(rows);
       p->setup.partition = std::move(partition);
     } else {
+      // Before the load (7 s for Fashion-MNIST): idx files' headers and labels give the data's and the
+      // model's size, so a run that cannot fit is refused at once, its data counted.
+      if (const auto shape = training::peekDataShape(spec)) {
+        const std::size_t dim = training::makeModel(modelSpecOf(c), shape->features, shape->classes)->dim();
+        p->memory = estimateSimMemory(c, dim, static_cast<double>(shape->train_rows) / dataParts,
+                                      messageBytes(c, dim), shape->bytes());
+        checkSimMemory(c, p->memory, memAvailableBytes());
+        checked = true;
+      }
       auto loaded = training::loadDataset(spec);
       trainScaler = loaded.scaler;
       p->train = std::move(loaded.train);
       p->test = std::move(loaded.test);
-      p->setup.partition = training::partitionRows(p->train, shards, partitionSpec);
+      p->setup.partition = training::repeatShards(training::partitionRows(p->train, dataParts, partitionSpec),
+                                                  static_cast<std::size_t>(shards));
       totalRows = p->train.samples();
     }
   }
@@ -252,17 +285,12 @@ std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only
     p->distill_reference = std::move(loaded.train);
   }
 
-  training::ModelSpec ms;
-  ms.kind = c.model.kind;
-  if (ms.kind == "mlp")  // [model].hidden has a default for mlp; other kinds ignore it
-    for (auto h : c.model.hidden) ms.hidden.push_back(static_cast<int>(h));
-  ms.l1 = c.model.l1;
-  ms.l2 = c.model.l2;
-  p->model = training::makeModel(ms, p->train.features(), p->train.classes);
-  checkSimMemory(c,
-                 estimateSimMemory(c, p->model->dim(), static_cast<double>(totalRows) / shards,
-                                   p->train.classes, 0.0),
-                 memAvailableBytes());
+  p->model = training::makeModel(modelSpecOf(c), p->train.features(), p->train.classes);
+  if (!checked) {  // text formats (their size is known once parsed) and a daemon's own rows: the data is in
+    p->memory = estimateSimMemory(c, p->model->dim(), static_cast<double>(totalRows) / dataParts,
+                                  messageBytes(c, p->model->dim()), 0.0);
+    checkSimMemory(c, p->memory, memAvailableBytes());
+  }
   p->compressor = compress::makeCompressor(c.compressor);
 
   sim::SimSetup& s = p->setup;

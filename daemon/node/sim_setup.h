@@ -7,6 +7,7 @@
 
 #include "compressors/compressor.h"
 #include "daemon/config/config.h"
+#include "daemon/config/memory_estimate.h"
 #include "sim/simulator.h"
 #include "training/dataset.h"
 #include "training/model.h"
@@ -30,6 +31,7 @@ struct SimProblem {
   std::unique_ptr<compress::Compressor> compressor;
   sim::SimSetup setup;  // points into the members above
   std::optional<AutoStep> auto_step;
+  MemoryEstimate memory;  // what checkSimMemory was given (gossipd sim reports it beside the measured peak)
 };
 
 // What one daemon keeps: its own training rows and, with keep_test, the whole test set (it evaluates its

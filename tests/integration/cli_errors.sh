@@ -71,8 +71,9 @@ expect "topo unknown kind" "topology|blob" -- topo --topology blob --nodes 4
 expect "topo bad nodes" "nodes" -- topo --topology ring --nodes -3
 expect "topo odd regular" "degree|regular" -- topo --topology random_regular --nodes 5 --degree 3
 expect "unwritable out" "out" -- sim --set data.format=synthetic --set model.kind=logistic --out /nonexistent-dir/r.json
-expect "absurd node count" "cluster.nodes" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=1000000
-expect "absurd join id" "faults.join\[0\].node" -- sim --set data.format=synthetic --set model.kind=logistic --set 'faults.join=[{node=1000000,round=1}]'
+expect "absurd node count" "cluster.nodes" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=2000000
+expect "absurd join id" "faults.join\[0\].node" -- sim --set data.format=synthetic --set model.kind=logistic --set 'faults.join=[{node=2000000,round=1}]'
+expect "run beyond a membership" "cluster.nodes must be in \[1,65536\] for gossipd run" -- run --set cluster.nodes=100000
 expect "run larger than memory" "cluster.nodes = 60000.*MemAvailable" -- sim --set data.format=synthetic --set model.kind=logistic --set cluster.nodes=60000 --set data.synthetic_dim=1000000
 # --out is checked before the run, and nothing is written until the run completes (an interrupted run
 # leaves no file; SIGTERM because a background job of a script ignores SIGINT).

@@ -81,10 +81,10 @@ TEST_CASE("out-of-range values and unknown names are named") {
   checkFails("[algorithm]\nlr = nan\n", {}, "algorithm.lr must be finite");
   checkFails("[algorithm]\neta = 1.5\n", {}, "algorithm.eta must be in (0,1]");
   checkFails("[faults]\ndrop = 1.0\n", {}, "faults.drop must be in [0,1)");
-  checkFails("[cluster]\nnodes = 0\n", {}, "cluster.nodes must be in [1,65536] (got 0)");
-  checkFails("[cluster]\nnodes = -4\n", {}, "cluster.nodes must be in [1,65536] (got -4)");
-  checkFails("[cluster]\nnodes = 100000\n", {}, "cluster.nodes must be in [1,65536] (got 100000)");  // not 1e+05
-  checkFails("[cluster]\nnodes = 5000000000\n", {}, "cluster.nodes must be in [1,65536] (got 5000000000)");
+  checkFails("[cluster]\nnodes = 0\n", {}, "cluster.nodes must be in [1,1048576] (got 0)");
+  checkFails("[cluster]\nnodes = -4\n", {}, "cluster.nodes must be in [1,1048576] (got -4)");
+  checkFails("[cluster]\nnodes = 2000000\n", {}, "cluster.nodes must be in [1,1048576] (got 2000000)");  // not 2e+06
+  checkFails("[cluster]\nnodes = 5000000000\n", {}, "cluster.nodes must be in [1,1048576] (got 5000000000)");
   checkFails("[node]\nid = -1\n", {}, "node.id must be >= 0");
   checkFails("[compressor]\nbits = 0\n", {}, "compressor.bits must be in [1,16]");
   checkFails("[model]\nhidden = [64, 0]\n", {}, "model.hidden[1] must be >= 1");

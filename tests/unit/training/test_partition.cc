@@ -173,3 +173,17 @@ TEST_CASE("synthetic problems: shapes - determinism - heterogeneity - noise leve
   CHECK(all.X.row(300) == a[1].X.row(0));
   CHECK(all.y[300] == a[1].y[0]);
 }
+
+TEST_CASE("data.shards: more nodes than shards - node i trains on shard i mod shards") {
+  const Partition three = partitionIid(12, 3, 5);
+  const Partition seven = repeatShards(three, 7);
+  REQUIRE(seven.size() == 7);
+  for (std::size_t i = 0; i < 7; ++i) CHECK(seven[i] == three[i % 3]);
+  CHECK(repeatShards(three, 3) == three);  // one shard per node: unchanged
+  // 100,000 nodes on 60,000 samples cannot have a shard each; 10,000 shards of 6 serve them all.
+  CHECK_THROWS_WITH_AS(partitionIid(60000, 100000, 1), doctest::Contains("cannot give each of 100000 nodes"), ConfigError);
+  const Partition many = repeatShards(partitionIid(60000, 10000, 1), 100000);
+  CHECK(many.size() == 100000);
+  CHECK(many[99999] == many[9999]);
+  CHECK(many[12345].size() == 6);
+}
