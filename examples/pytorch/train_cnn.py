@@ -65,6 +65,8 @@ def parse_args(argv=None):
                    help="write every evaluation (round, accuracy, loss, bytes this node sent) to FILE as JSON")
     p.add_argument("--save", default=None, metavar="FILE.npy",
                    help="at the end, save the node's final flat parameters (float32) to FILE.npy")
+    p.add_argument("--save-state", default=None, metavar="FILE.pt",
+                   help="at the end, save the module's state_dict (parameters and buffers) to FILE.pt")
     p.add_argument("--dry-run", action="store_true", help="no daemon: train locally for --steps steps")
     p.add_argument("--node", type=int, default=0, help="--dry-run: the shard to train on")
     p.add_argument("--nodes", type=int, default=1, help="--dry-run: the number of shards")
@@ -190,6 +192,8 @@ def train(args, train_raw):
                 next_log = r + args.log_every
         acc, tl = run.evaluate()
         print(f"node {g.node}/{g.nodes}: done at round {g.round}: test accuracy {acc:.2%} (loss {tl:.4f})", flush=True)
+        if args.save_state:
+            torch.save(model.state_dict(), args.save_state)
         if args.save:
             import numpy as np
             np.save(args.save, torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy())
