@@ -75,7 +75,8 @@ Options parse(int argc, char** argv) {
 class ShmRig {
  public:
   // node: the bridge's shared-memory name holds it, so two rigs in one process need different ones.
-  ShmRig(const fs::path& dir, std::size_t dim, unsigned threads, gossip::PeerId node)
+  // dtype: the trainer's ("float32", or "bfloat16": half the shared memory, converted to the float32 state).
+  ShmRig(const fs::path& dir, std::size_t dim, unsigned threads, gossip::PeerId node, const std::string& dtype = "float32")
       : model_(Vec::Zero(static_cast<Eigen::Index>(dim))) {
     fs::create_directories(dir);
     gossip::daemon::TrainerBridgeOptions o;
@@ -86,15 +87,20 @@ class ShmRig {
     bridge_ = std::make_unique<gossip::daemon::TrainerBridge>(o);
     client_.set(zmq::sockopt::linger, 0);
     client_.connect(bridge_->endpoint());
-    send(json{{"op", "attach"}, {"version", 1}, {"dim", dim}, {"dtype", "float32"}}.dump());
+    send(json{{"op", "attach"}, {"version", 1}, {"dim", dim}, {"dtype", dtype}}.dump());
     const json r = json::parse(serveUntilReply());
     if (r["op"] != "attached") throw gossip::Error("attach failed: " + r.dump());
     const int fd = open(r["shm"].get<std::string>().c_str(), O_RDWR);
-    bytes_ = 2 * dim * 4;
+    const bool bf16 = dtype == "bfloat16";
+    bytes_ = 2 * dim * (bf16 ? 2 : 4);
     map_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (map_ == MAP_FAILED) throw gossip::Error("cannot map the bridge's shared memory");
-    std::fill_n(static_cast<float*>(map_), dim, 0.5f);  // the trainer's parameters (touch every page)
+    // The trainer's parameters, 0.5 (touches every page).
+    if (bf16)
+      std::fill_n(static_cast<std::uint16_t*>(map_), dim, std::uint16_t{0x3f00});
+    else
+      std::fill_n(static_cast<float*>(map_), dim, 0.5f);
   }
   ~ShmRig() { munmap(map_, bytes_); }
   // Mean time of the bridge's copies per round (its own clock): the rest of a round is the protocol.
@@ -194,13 +200,15 @@ int main(int argc, char** argv) try {
   const fs::path dir = tmpl;
   const unsigned threads = gossip::daemon::copyThreads(o.threads);
   double shm1CopyMs = 0, shmCopyMs = 0;
-  std::vector<double> memcpyMs, memcpyThreadsMs, eigenMs, convert1Ms, convertMs, shm1Ms, shmMs, inlineMs;
+  double shmBf16CopyMs = 0;
+  std::vector<double> memcpyMs, memcpyThreadsMs, eigenMs, convert1Ms, convertMs, shm1Ms, shmMs, shmBf16Ms, inlineMs;
   {
     std::vector<float> a(o.dim, 0.5f), b(o.dim, 0.0f);
     Vec x = Vec::Zero(static_cast<Eigen::Index>(o.dim));
     const std::span<gossip::Real> xs(x.data(), o.dim);
     ShmRig shm1(dir / "one", o.dim, 1, 0);
     ShmRig shm(dir / "many", o.dim, threads, 1);
+    ShmRig shmBf16(dir / "bf16", o.dim, threads, 2, "bfloat16");
     InlineRig inl(dir, o.dim);
     auto timed = [](std::vector<double>& into, auto&& f) {
       const auto t0 = Clock::now();
@@ -234,10 +242,12 @@ int main(int argc, char** argv) try {
       });
       shm1Ms.push_back(shm1.round(static_cast<gossip::Round>(r)));
       shmMs.push_back(shm.round(static_cast<gossip::Round>(r)));
+      shmBf16Ms.push_back(shmBf16.round(static_cast<gossip::Round>(r)));
       inlineMs.push_back(inl.round());
     }
     shm1CopyMs = shm1.copyMsPerRound();
     shmCopyMs = shm.copyMsPerRound();
+    shmBf16CopyMs = shmBf16.copyMsPerRound();
   }
   fs::remove_all(dir);
   const double mc = median(memcpyMs);
@@ -258,6 +268,8 @@ int main(int argc, char** argv) try {
          {"shm_round_ms", median(shmMs)},
          {"shm_1thread_copy_mean_ms", shm1CopyMs},
          {"shm_copy_mean_ms", shmCopyMs},
+         {"shm_bf16_round_ms", median(shmBf16Ms)},
+         {"shm_bf16_copy_mean_ms", shmBf16CopyMs},
          {"inline_round_ms", median(inlineMs)},
          {"memcpy_threads_in_memcpys", median(memcpyThreadsMs) / mc},
          {"convert_eigen_in_memcpys", median(eigenMs) / mc},
@@ -265,6 +277,7 @@ int main(int argc, char** argv) try {
          {"convert_in_memcpys", median(convertMs) / mc},
          {"shm_1thread_in_memcpys", median(shm1Ms) / mc},
          {"shm_in_memcpys", median(shmMs) / mc},
+         {"shm_bf16_in_memcpys", median(shmBf16Ms) / mc},
          {"inline_in_memcpys", median(inlineMs) / mc}};
   std::cout << j.dump(2) << "\n";
   if (!o.out.empty()) std::ofstream(o.out) << j.dump(2) << "\n";

@@ -49,6 +49,17 @@ void narrow(const double* s, float* d, std::size_t n) {
   for (; i < n; ++i) d[i] = static_cast<float>(s[i]);
 }
 
+// bfloat16 kernels: plain loops over the scalar rule, which the compiler vectorises (-O2 with SSE2); the
+// shared memory side is half the bytes of float32, so no streaming-store variant was needed.
+template <class R>
+void fromBf16(const std::uint16_t* s, R* d, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<R>(bf16ToFloat(s[i]));
+}
+template <class R>
+void toBf16(const R* s, std::uint16_t* d, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) d[i] = floatToBf16(static_cast<float>(s[i]));
+}
+
 // An empty span may carry a null pointer, and memcpy's pointers must not be null even for 0 bytes.
 template <class T>
 void copy(const T* s, T* d, std::size_t n) {
@@ -102,6 +113,38 @@ void copyInto(std::span<const double> src, std::span<double> dst, unsigned threa
 void copyInto(std::span<const float> src, std::span<float> dst, unsigned threads) {
   GOSSIP_CHECK(src.size() == dst.size(), "copyInto: ", src.size(), " values into ", dst.size());
   split(copy<float>, src.data(), dst.data(), src.size(), threads);
+}
+
+float bf16ToFloat(std::uint16_t b) {
+  const std::uint32_t u = std::uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+std::uint16_t floatToBf16(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);  // NaN: keep it one
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even; the carry may reach the exponent (inf)
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+void convertInto(std::span<const std::uint16_t> src, std::span<float> dst, unsigned threads) {
+  GOSSIP_CHECK(src.size() == dst.size(), "convertInto: ", src.size(), " bfloat16 values into ", dst.size());
+  split(fromBf16<float>, src.data(), dst.data(), src.size(), threads);
+}
+void convertInto(std::span<const std::uint16_t> src, std::span<double> dst, unsigned threads) {
+  GOSSIP_CHECK(src.size() == dst.size(), "convertInto: ", src.size(), " bfloat16 values into ", dst.size());
+  split(fromBf16<double>, src.data(), dst.data(), src.size(), threads);
+}
+void convertInto(std::span<const float> src, std::span<std::uint16_t> dst, unsigned threads) {
+  GOSSIP_CHECK(src.size() == dst.size(), "convertInto: ", src.size(), " values into ", dst.size(), " bfloat16");
+  split(toBf16<float>, src.data(), dst.data(), src.size(), threads);
+}
+void convertInto(std::span<const double> src, std::span<std::uint16_t> dst, unsigned threads) {
+  GOSSIP_CHECK(src.size() == dst.size(), "convertInto: ", src.size(), " values into ", dst.size(), " bfloat16");
+  split(toBf16<double>, src.data(), dst.data(), src.size(), threads);
 }
 
 }  // namespace gossip::daemon

@@ -15,6 +15,7 @@
 // were not tried: the threads were the larger win). Results are bit-identical to static_cast (round to
 // nearest, the default rounding mode) on every platform.
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 namespace gossip::daemon {
@@ -35,5 +36,18 @@ inline void convertInto(std::span<const float> src, std::span<float> dst, unsign
 inline void convertInto(std::span<const double> src, std::span<double> dst, unsigned threads) { copyInto(src, dst, threads); }
 inline void convertInto(std::span<const float> src, std::span<double> dst, unsigned threads) { widenInto(src, dst, threads); }
 inline void convertInto(std::span<const double> src, std::span<float> dst, unsigned threads) { narrowInto(src, dst, threads); }
+
+// bfloat16, the upper half of a float32 (a trainer's torch.bfloat16 parameters), held as its 16 bits.
+// Widening is exact; narrowing rounds to nearest, ties to even, as torch's .to(torch.bfloat16) does (a
+// NaN stays a NaN, quieted; a value beyond bfloat16's range becomes an infinity). From double the value is
+// rounded to float first (the float64 build only): rarely a double rounding, at most one bfloat16 ulp.
+void convertInto(std::span<const std::uint16_t> src, std::span<float> dst, unsigned threads);
+void convertInto(std::span<const std::uint16_t> src, std::span<double> dst, unsigned threads);
+void convertInto(std::span<const float> src, std::span<std::uint16_t> dst, unsigned threads);
+void convertInto(std::span<const double> src, std::span<std::uint16_t> dst, unsigned threads);
+
+// One value each way (the kernels' scalar rule; exposed for tests).
+float bf16ToFloat(std::uint16_t b);
+std::uint16_t floatToBf16(float f);
 
 }  // namespace gossip::daemon

@@ -104,7 +104,10 @@ struct TrainerBridge::Impl {
     std::string identity;  // ROUTER routing id of its DEALER
     std::size_t dim = 0;
     ModelLayout layout;  // what its attach named
-    bool f64 = false;
+    // The shared memory's element type, the attach's dtype. bfloat16 is held as its 16 bits and converted
+    // to and from the float32 state here; the wire carries the state (float32), not bfloat16.
+    enum class Elem { F32, F64, BF16 } elem = Elem::F32;
+    std::size_t itemSize() const { return elem == Elem::F64 ? 8 : elem == Elem::BF16 ? 2 : 4; }
     long long pid = 0;
     std::unique_ptr<SharedMemory> shm;
     bool awaitingInit = false;  // attached with init:true, init not received yet
@@ -176,23 +179,34 @@ struct TrainerBridge::Impl {
   void writeModel(const Vec& x) {
     const auto t0 = nowNs();
     const std::span<const Real> src(x.data(), static_cast<std::size_t>(x.size()));
-    if (trainer->f64)
-      convertInto(src, std::span<double>{reinterpret_cast<double*>(trainer->shm->data()), src.size()}, threads);
-    else
-      convertInto(src, std::span<float>{reinterpret_cast<float*>(trainer->shm->data()), src.size()}, threads);
+    std::byte* dst = trainer->shm->data();
+    switch (trainer->elem) {
+      case Trainer::Elem::F64: convertInto(src, std::span<double>{reinterpret_cast<double*>(dst), src.size()}, threads); break;
+      case Trainer::Elem::F32: convertInto(src, std::span<float>{reinterpret_cast<float*>(dst), src.size()}, threads); break;
+      case Trainer::Elem::BF16:
+        convertInto(src, std::span<std::uint16_t>{reinterpret_cast<std::uint16_t*>(dst), src.size()}, threads);
+        break;
+    }
     stats.copy_ns += nowNs() - t0;
     current = true;
   }
   // The parameters (region 0) or the gradient (region 1) into dst, as Real.
   void readRegion(int region, Vec& dst) {
     const auto t0 = nowNs();
-    const std::byte* src = trainer->shm->data() + region * trainer->dim * (trainer->f64 ? 8 : 4);
+    const std::byte* src = trainer->shm->data() + region * trainer->dim * trainer->itemSize();
     dst.resize(static_cast<Eigen::Index>(trainer->dim));
     const std::span<Real> out(dst.data(), trainer->dim);
-    if (trainer->f64)
-      convertInto(std::span<const double>{reinterpret_cast<const double*>(src), out.size()}, out, threads);
-    else
-      convertInto(std::span<const float>{reinterpret_cast<const float*>(src), out.size()}, out, threads);
+    switch (trainer->elem) {
+      case Trainer::Elem::F64:
+        convertInto(std::span<const double>{reinterpret_cast<const double*>(src), out.size()}, out, threads);
+        break;
+      case Trainer::Elem::F32:
+        convertInto(std::span<const float>{reinterpret_cast<const float*>(src), out.size()}, out, threads);
+        break;
+      case Trainer::Elem::BF16:
+        convertInto(std::span<const std::uint16_t>{reinterpret_cast<const std::uint16_t*>(src), out.size()}, out, threads);
+        break;
+    }
     stats.copy_ns += nowNs() - t0;
   }
 
@@ -208,8 +222,8 @@ struct TrainerBridge::Impl {
     const auto dim = m["dim"].get<std::uint64_t>();
     const json dtypeField = m.value("dtype", json("float32"));
     const std::string dtype = dtypeField.is_string() ? dtypeField.get<std::string>() : dtypeField.dump();
-    if (dtype != "float32" && dtype != "float64")
-      return error(id, BridgeError::BadDtype, "dtype '" + dtype + "' is not supported (float32 or float64)");
+    if (dtype != "float32" && dtype != "float64" && dtype != "bfloat16")
+      return error(id, BridgeError::BadDtype, "dtype '" + dtype + "' is not supported (float32, float64 or bfloat16)");
     if (model && static_cast<std::uint64_t>(model->size()) != dim)
       return error(id, BridgeError::DimMismatch,
                    "trainer has " + std::to_string(dim) + " parameters, the daemon's model has " + std::to_string(model->size()));
@@ -228,12 +242,12 @@ struct TrainerBridge::Impl {
     }
     pending = Op::None;
     serving.clear();
-    const std::size_t item = dtype == "float64" ? 8 : 4;
     Trainer t;
     t.identity = id;
     t.dim = dim;
     t.layout = std::move(attachLayout);
-    t.f64 = item == 8;
+    t.elem = dtype == "float64" ? Trainer::Elem::F64 : dtype == "bfloat16" ? Trainer::Elem::BF16 : Trainer::Elem::F32;
+    const std::size_t item = t.itemSize();
     t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
     trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
     t.shm = std::make_unique<SharedMemory>(

@@ -22,7 +22,9 @@ import numpy as np
 import zmq
 
 PROTOCOL_VERSION = 1
-_DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+# The shared memory's element type per attach dtype. numpy has no bfloat16: its regions are int16 arrays of
+# the raw 16 bits, which bind(module) views as torch.bfloat16 (bind_array refuses bfloat16).
+_DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "bfloat16": np.dtype(np.int16)}
 _SUN_PATH_MAX = 107  # sizeof(sockaddr_un.sun_path) - 1 on Linux
 # The error code with which the daemon says it does not know this trainer (a restarted daemon, or one that
 # dropped us): the client re-attaches instead of failing. "replaced" is not one of them: another trainer
@@ -125,7 +127,7 @@ class Trainer:
     def __init__(self, data_dir: "str | os.PathLike[str]", timeout: float = 5.0, reconnect_timeout: float = 120.0,
                  dtype: str = "float32"):
         if dtype not in _DTYPES:
-            raise ValueError(f"gossipd: dtype {dtype!r} is not supported (float32 or float64)")
+            raise ValueError(f"gossipd: dtype {dtype!r} is not supported (float32, float64 or bfloat16)")
         if not timeout > 0 or not reconnect_timeout > 0:
             raise ValueError("gossipd: timeout and reconnect_timeout must be positive")
         self.data_dir = os.path.abspath(os.fspath(data_dir))
@@ -248,7 +250,7 @@ class Trainer:
         """
         self._need_unbound()
         from .torch_helper import ModuleBinding, load_optimizer  # torch only for torch users
-        self._binding = ModuleBinding(module, self._np_dtype, local_buffers)
+        self._binding = ModuleBinding(module, self.dtype, local_buffers)
         init = self._first_attach()
         if optimizer is not None and not init and load_optimizer(optimizer, self._optimizer_path()):
             print(f"gossipd: restored the optimizer's state from {self._optimizer_path()}", file=sys.stderr, flush=True)
@@ -265,6 +267,9 @@ class Trainer:
         self._need_unbound()
         if isinstance(n, bool) or int(n) != n or int(n) <= 0:
             raise ValueError(f"gossipd: bind_array needs a positive number of parameters, not {n!r}")
+        if self.dtype == "bfloat16":
+            raise ValueError("gossipd: numpy has no bfloat16: bind a torch module with dtype='bfloat16', or use "
+                             "float32 arrays")
         n = int(n)
         init = None
         if initial is not None:
@@ -603,6 +608,10 @@ class Trainer:
             if self._params is not None and os.stat(path).st_mtime >= self._attached_wall:
                 final = np.load(path)
                 if final.shape == self._params.shape and np.isfinite(final).all():
+                    if self.dtype == "bfloat16":  # model.npy is float32: round it as torch would
+                        import torch
+                        final = torch.from_numpy(np.ascontiguousarray(final, dtype=np.float32)).to(torch.bfloat16)
+                        final = final.view(torch.int16).numpy()
                     self._params[:] = final
                     took = "took its final model (model.npy)"
         except (OSError, ValueError):

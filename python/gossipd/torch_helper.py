@@ -14,7 +14,13 @@ import torch
 
 from .client import GossipdError
 
-_TORCH_DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
+_TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16}
+
+
+def _as_tensor(region: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    """A shared-memory region as a tensor of the bridge dtype (a bfloat16 region is an int16 array)."""
+    t = torch.from_numpy(region)
+    return t.view(torch.bfloat16) if dtype == torch.bfloat16 else t
 
 
 class ModuleBinding:
@@ -30,11 +36,11 @@ class ModuleBinding:
     asked with ``hello`` before the attach, so the set of tensors is fixed only then (:meth:`choose`).
     """
 
-    def __init__(self, module: Any, np_dtype: np.dtype, local_buffers: Any = ()):
+    def __init__(self, module: Any, dtype: str, local_buffers: Any = ()):
         if not hasattr(module, "named_parameters"):
             raise TypeError(f"gossipd: bind needs a torch.nn.Module, not {type(module).__name__} "
                             "(numpy users: bind_array(n))")
-        self.dtype = _TORCH_DTYPES[np.dtype(np_dtype)]
+        self.dtype = _TORCH_DTYPES[dtype]
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("gossipd: the module has no trainable parameters (requires_grad) to mix")
@@ -113,7 +119,7 @@ class ModuleBinding:
 
     def write_into(self, region: np.ndarray) -> None:
         """Copy the parameters' current values into `region` (the daemon asked for the initial model)."""
-        flat = torch.from_numpy(region)
+        flat = _as_tensor(region, self.dtype)
         off = 0
         with torch.no_grad():
             for t, n in zip(self.tensors, self.sizes):
@@ -123,8 +129,8 @@ class ModuleBinding:
     def attach_to(self, params: np.ndarray, grad: np.ndarray) -> None:
         """Make every tensor's .data a view of `params`; the Parameter and buffer objects (an optimizer's
         references, the module's attributes) stay, so BatchNorm's in-place updates land in the shared memory."""
-        self.flat = torch.from_numpy(params)
-        self.flat_grad = torch.from_numpy(grad)
+        self.flat = _as_tensor(params, self.dtype)
+        self.flat_grad = _as_tensor(grad, self.dtype)
         off = 0
         for t, n in zip(self.tensors, self.sizes):
             t.data = self.flat[off:off + n].view(t.shape)

@@ -36,7 +36,7 @@ try:
 except ImportError:  # the torch tests are skipped
     torch = None
 
-DTYPES = {"float32": np.float32, "float64": np.float64}
+DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": np.int16}  # bfloat16: its raw 16 bits
 
 
 def default_mix(x: np.ndarray, t: int) -> np.ndarray:
@@ -147,8 +147,17 @@ class FakeDaemon(threading.Thread):
             return self.send(sock, ident, op="error", code=code, error=text)
         return self.send(sock, ident, op="error", error=text)
 
+    def values(self, raw: np.ndarray) -> np.ndarray:
+        """A region's values as float64 (a bfloat16 region holds the upper halves of float32s)."""
+        if self.dtype_name == "bfloat16":
+            return (raw.astype(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        return raw.astype(np.float64)
+
     def write_model(self):
-        self.params()[:] = self.model
+        if self.dtype_name == "bfloat16":  # rounded to nearest even, as the daemon does
+            self.params()[:] = torch.from_numpy(self.model.astype(np.float32)).to(torch.bfloat16).view(torch.int16).numpy()
+        else:
+            self.params()[:] = self.model
 
     def handle(self, sock, ident, m):
         self.log.append(m)
@@ -187,7 +196,7 @@ class FakeDaemon(threading.Thread):
             if ident != self.trainer:
                 return self.send_error(sock, ident, "not_attached", "init before attach")
             self.awaiting_init = False
-            self.model = self.params().astype(np.float64)
+            self.model = self.values(self.params())
             self.inits.append(self.model.copy())
             return self.send(sock, ident, op="ready", round=self.round)
         if op in ("mix", "grad"):
@@ -235,12 +244,12 @@ class FakeDaemon(threading.Thread):
             return
         self.pending = None
         if op == "mix":
-            x = self.params().astype(np.float64)
+            x = self.values(self.params())
             self.mixes.append((x.copy(), loss))
             self.model = self.mix_fn(x, self.round)
         else:
-            g = np.frombuffer(self.mm, dtype=self.dtype, count=self.dim,
-                              offset=self.dim * self.dtype.itemsize).astype(np.float64)
+            g = self.values(np.frombuffer(self.mm, dtype=self.dtype, count=self.dim,
+                                          offset=self.dim * self.dtype.itemsize))
             self.grads.append((g.copy(), loss))
             if self.grad_at and not self.asked_this_round:  # LEAD's start step: move, ask again
                 self.asked_this_round = True
@@ -941,6 +950,28 @@ class TestTorch(Base):
         g3 = self.attach()
         with self.assertRaisesRegex(gossipd.GossipdError, "does not fit this optimizer"):
             g3.bind(self.model(), torch.optim.SGD([torch.zeros(1)], lr=0.1))
+
+    def test_bfloat16_module_through_the_bridge(self):
+        torch.manual_seed(0)
+        m = torch.nn.Linear(3, 2).to(torch.bfloat16)
+        start = torch.cat([p.detach().reshape(-1) for p in m.parameters()]).float().numpy()
+        d = self.daemon(dtype="bfloat16")
+        g = self.attach(dtype="bfloat16")
+        g.bind(m)
+        attach = next(x for x in d.log if x.get("op") == "attach")
+        self.assertEqual(attach["layout"][0], ["weight", [2, 3], "bfloat16"])
+        self.assertEqual(attach["dtype"], "bfloat16")
+        np.testing.assert_array_equal(d.inits[0], start)  # the daemon read the module's exact bfloat16 values
+        with torch.no_grad():
+            m.weight.add_(1.0)  # the trainer's step, in bfloat16
+        sent = torch.cat([p.detach().reshape(-1) for p in m.parameters()]).float().numpy()
+        g.mix()
+        np.testing.assert_array_equal(d.mixes[0][0], sent)
+        want = torch.from_numpy(default_mix(sent.astype(np.float64), 0).astype(np.float32)).to(torch.bfloat16)
+        got = torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+        self.assertTrue(torch.equal(got, want), (got, want))  # the mixed model, rounded as torch rounds
+        with self.assertRaisesRegex(ValueError, "numpy has no bfloat16"):
+            self.attach(dtype="bfloat16").bind_array(4)
 
     def test_wrong_dtype_is_refused(self):
         self.daemon()

@@ -119,3 +119,26 @@ print(f"ok: the running means are {mixed:.4f} apart, the nodes' own input means 
 assert mixed < 0.5 * apart, (mixed, apart)
 PY
 echo "ok: $ROUNDS rounds; both frozen layers bit-identical; the optimizers' momentum saved beside the checkpoints; gossipd.load gives each node's final module"
+
+# A bfloat16 module (docs/trainer.md, "bfloat16 models"): two nodes under `gossipd cluster`, D-PSGD fp32, so
+# after each mix both hold the average; the shared memory holds bfloat16, the state float32.
+BF="$WORK/bf16"
+timeout 120 "$GOSSIPD" cluster --nodes 2 --dir "$BF" --http-port 0 --set trainer.enable=true --set algorithm.name=dpsgd \
+  --set compressor.name=fp32 --set algorithm.rounds=300 \
+  --trainer "${TRAINER[*]} \$GOSSIPD_DATA_DIR \$GOSSIPD_DATA_DIR/out.json --dtype bfloat16" >"$BF.log" 2>&1 ||
+  fail "the bfloat16 cluster failed: $(tail -n 5 "$BF.log")"
+/usr/bin/python3 - "$BF" "$(dirname "$0")" <<'PY' || fail "the bfloat16 cluster's results: $(cat "$BF"/node-*/out.json)"
+import json, sys, torch
+sys.path.insert(0, sys.argv[2])
+import trainer_module, gossipd
+out = [json.load(open(f"{sys.argv[1]}/node-{i}/out.json")) for i in (0, 1)]
+assert all(o["rounds"] == 300 and o["frozen_identical"] for o in out), out
+assert out[0]["running_mean"] == out[1]["running_mean"], out  # D-PSGD on two nodes: equal after each mix
+layout = json.load(open(f"{sys.argv[1]}/node-0/model_layout.json"))
+assert {t["dtype"] for t in layout["tensors"]} == {"bfloat16"}, layout
+m = trainer_module.make().to(torch.bfloat16)
+gossipd.load(m, f"{sys.argv[1]}/node-0")
+final = torch.load(f"{sys.argv[1]}/node-0/out.pt")
+assert all(torch.equal(v, final[k]) for k, v in m.state_dict().items() if k != "bn.num_batches_tracked")
+PY
+echo "ok: a bfloat16 module on two nodes: 300 rounds, equal running means, gossipd.load gives its final module"

@@ -2,10 +2,11 @@
 """A torch trainer for the bridge's layout test (tests/integration/trainer_layout.sh): a small regression
 module whose first layer is frozen and which has a BatchNorm layer. Every node starts from one seed; its data
 comes from its node id (node 1's inputs shifted by 2, so its BatchNorm statistics alone differ from node 0's).
-Usage: trainer_module.py DATA_DIR OUT.json [--order normal|swapped] [--once] [--go FILE]
+Usage: trainer_module.py DATA_DIR OUT.json [--order normal|swapped] [--once] [--go FILE] [--dtype bfloat16]
   --order swapped: the same parameter count, fc2 registered before fc1 (another layout)
   --once: attach (bind) and report how it went, then leave; no rounds
   --go FILE: after binding, wait (up to 120 s) until FILE exists before the first round
+  --dtype bfloat16: the module in torch.bfloat16, attached with dtype bfloat16
 Writes OUT.json: whether the frozen layer is bit-identical to its start, the final loss, the BatchNorm
 running mean and the mean of the BatchNorm's input on this node's data, the attach error; and OUT.pt, the
 module's final state_dict (for the gossipd.load check). `Net` is importable (the check builds a fresh one)."""
@@ -52,12 +53,15 @@ def main() -> None:
     ap.add_argument("--order", choices=("normal", "swapped"), default="normal")
     ap.add_argument("--once", action="store_true")
     ap.add_argument("--go")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     a = ap.parse_args()
     model = make(a.order == "swapped")
+    if a.dtype == "bfloat16":
+        model = model.to(torch.bfloat16)
     frozen = [p.detach().clone() for p in model.embed.parameters()]
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.05, momentum=0.9)
     result = {"order": a.order}
-    with gossipd.attach(a.data_dir, timeout=3.0, reconnect_timeout=60.0) as g:
+    with gossipd.attach(a.data_dir, timeout=3.0, reconnect_timeout=60.0, dtype=a.dtype) as g:
         try:
             g.bind(model, opt)  # its momentum is saved on the daemon's checkpoint rounds
         except gossipd.BridgeError as e:
@@ -72,8 +76,8 @@ def main() -> None:
             time.sleep(0.05)
         if not a.once:
             gen = torch.Generator().manual_seed(100 + g.node)
-            x = torch.randn(64, 8, generator=gen) + 2.0 * g.node
-            y = torch.randn(64, 3, generator=gen)
+            x = (torch.randn(64, 8, generator=gen) + 2.0 * g.node).to(model.fc1.weight.dtype)
+            y = torch.randn(64, 3, generator=gen).to(model.fc1.weight.dtype)
             model.train()
             while not g.done:
                 opt.zero_grad()

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -16,6 +17,9 @@ using gossip::daemon::copyInto;
 using gossip::daemon::copyThreads;
 using gossip::daemon::narrowInto;
 using gossip::daemon::widenInto;
+using gossip::daemon::bf16ToFloat;
+using gossip::daemon::convertInto;
+using gossip::daemon::floatToBf16;
 
 namespace {
 
@@ -85,4 +89,38 @@ TEST_CASE("param_copy: copyThreads takes the configured count - 0 means the mach
   CHECK(copyThreads(1) == 1);
   CHECK(copyThreads(0) >= 1);
   CHECK(copyThreads(0) <= 4);
+}
+
+TEST_CASE("param_copy: bfloat16 - every pattern widens exactly and narrows back - rounding ties to even") {
+  // Every one of the 65,536 bfloat16 patterns: float32 holds it exactly, and narrowing gives it back
+  // (a NaN stays a NaN).
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const float f = bf16ToFloat(static_cast<std::uint16_t>(b));
+    if (std::isnan(f)) {
+      CHECK(std::isnan(bf16ToFloat(floatToBf16(f))));
+      continue;
+    }
+    REQUIRE(floatToBf16(f) == b);
+  }
+  // Rounding of values between two bfloat16s (8 bits of mantissa: spacing 2^-7 at 1.0).
+  CHECK(bf16ToFloat(floatToBf16(1.0f + 0x1p-8f)) == 1.0f);                   // a tie: to the even neighbour 1.0
+  CHECK(bf16ToFloat(floatToBf16(1.0f + 3 * 0x1p-8f)) == 1.0f + 0x1p-6f);    // a tie: to the even 1 + 2^-6
+  CHECK(bf16ToFloat(floatToBf16(1.0f + 0x1p-8f + 0x1p-20f)) == 1.0f + 0x1p-7f);  // above the tie: up
+  CHECK(bf16ToFloat(floatToBf16(-2.5f)) == -2.5f);
+  CHECK(std::isinf(bf16ToFloat(floatToBf16(std::numeric_limits<float>::max()))));  // beyond bf16's range
+  CHECK(std::signbit(bf16ToFloat(floatToBf16(-0.0f))));
+
+  // The span versions, over threads, give the scalar rule's values.
+  const std::size_t n = (std::size_t{1} << 20) + 77;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(static_cast<float>(i)) * 1e3f;
+  std::vector<std::uint16_t> b(n);
+  convertInto(std::span<const float>(x), std::span<std::uint16_t>(b), 3);
+  std::vector<double> back(n);
+  convertInto(std::span<const std::uint16_t>(b), std::span<double>(back), 2);
+  for (std::size_t i = 0; i < n; i += 997) {
+    REQUIRE(b[i] == floatToBf16(x[i]));
+    REQUIRE(back[i] == static_cast<double>(bf16ToFloat(b[i])));
+    REQUIRE(std::abs(back[i] - x[i]) <= std::abs(x[i]) * 0x1p-8);  // half a bfloat16 ulp
+  }
 }

@@ -88,7 +88,8 @@ struct Client {
     const std::string path = attached["shm"];
     const int fd = open(path.c_str(), O_RDWR);
     REQUIRE(fd >= 0);
-    bytes = 2 * attached["dim"].get<std::size_t>() * (attached["dtype"] == "float64" ? 8 : 4);
+    bytes = 2 * attached["dim"].get<std::size_t>() *
+            (attached["dtype"] == "float64" ? 8 : attached["dtype"] == "bfloat16" ? 2 : 4);
     map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     REQUIRE(map != MAP_FAILED);
@@ -119,6 +120,35 @@ std::string errorOf(const json& r) {
 }
 
 }  // namespace
+
+TEST_CASE("a bfloat16 trainer: its 16-bit values in the shared memory - rounded to nearest even - float32 state") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 1.0 + 0x1p-8, -3.0}};  // 1 + 2^-8 lies halfway between two bfloat16s: to the even one, 1.0
+  Client c(b.endpoint());
+  c.send(attachMsg(3, "bfloat16"));
+  auto r = c.reply(b, &model, 0);
+  REQUIRE(r["op"] == "attached");
+  CHECK(r["dtype"] == "bfloat16");
+  c.mapShm(r);
+  CHECK(c.bytes == 2 * 3 * 2);
+  auto* bits = static_cast<std::uint16_t*>(c.map);
+  CHECK(bits[0] == 0x3f80);  // 1.0
+  CHECK(bits[1] == 0x3f80);  // rounded to 1.0
+  CHECK(bits[2] == 0xc040);  // -3.0
+  bits[0] = 0x4120;          // the trainer's step: 10.0
+  c.send({{"op", "mix"}});
+  waitForRequest(b, model, 0, 0);
+  Vec g;
+  b.readRequest(model, g);
+  CHECK(model == Vec{{10.0, 1.0, -3.0}});  // widened exactly
+  model = Vec{{-1.5, 0.0, 65536.0}};
+  b.finishRound(model, 1, false);
+  CHECK(c.reply(b, &model, 1)["op"] == "mixed");
+  CHECK(bits[0] == 0xbfc0);
+  CHECK(bits[1] == 0x0000);
+  CHECK(bits[2] == 0x4780);
+}
 
 TEST_CASE("first start: the trainer's parameters become the initial model") {
   TempDir d;
@@ -334,7 +364,7 @@ TEST_CASE("protocol errors are one-line replies with a code - and change nothing
   CHECK(ask({{"no", "op"}}) == "no_op: a message without \"op\"");
   CHECK(ask({{"op", 7}}) == "no_op: a message without \"op\"");
   CHECK(ask(attachMsg(5)) == "dim_mismatch: trainer has 5 parameters, the daemon's model has 3");
-  CHECK(ask(attachMsg(3, "int8")) == "bad_dtype: dtype 'int8' is not supported (float32 or float64)");
+  CHECK(ask(attachMsg(3, "int8")) == "bad_dtype: dtype 'int8' is not supported (float32, float64 or bfloat16)");
   CHECK(ask({{"op", "attach"}, {"version", 2}, {"dim", 3}}) ==
         "version_unsupported: protocol version 2 is not supported (this daemon speaks version 1)");
   CHECK(ask({{"op", "attach"}, {"dim", 3}}).starts_with("version_unsupported: protocol version 0 "));
@@ -368,7 +398,7 @@ TEST_CASE("an attach with a field of the wrong type gets an error reply - not an
   CHECK(ask({{"op", "attach"}, {"version", "1"}, {"dim", 3}}) ==
         "version_unsupported: protocol version \"1\" is not supported (this daemon speaks version 1)");
   CHECK(ask({{"op", "attach"}, {"version", 1}, {"dim", 3}, {"dtype", 32}}) ==
-        "bad_dtype: dtype '32' is not supported (float32 or float64)");
+        "bad_dtype: dtype '32' is not supported (float32, float64 or bfloat16)");
   c.send({{"op", "attach"}, {"version", 1}, {"dim", 3}, {"pid", "me"}});  // pid only names the trainer in the log
   CHECK(c.reply(b, &model, 0)["op"] == "attached");
 }
