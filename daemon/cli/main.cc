@@ -19,6 +19,7 @@ int run(std::vector<std::string> args);
 int cluster(std::vector<std::string> args);
 int keygen(std::vector<std::string> args);
 int health(std::vector<std::string> args);
+int inspect(std::vector<std::string> args);
 }
 
 namespace {
@@ -39,6 +40,8 @@ constexpr const char* kUsage =
     "       N virtual nodes in one process (see docs/config.md for every key)\n"
     "  health --dir D [--max-age-ms M]\n"
     "       exit 0 when the node with data directory D is up (container health checks)\n"
+    "  inspect DIR [--json]\n"
+    "       what a node's data directory holds: its cluster, checkpoints, the round a restart resumes at\n"
     "  version  the version and its wire protocols (also --version)\n"
     "  help   this text\n";
 
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
     if (command == "cluster") return gossip::cmd::cluster(std::move(rest));
     if (command == "keygen") return gossip::cmd::keygen(std::move(rest));
     if (command == "health") return gossip::cmd::health(std::move(rest));
+    if (command == "inspect") return gossip::cmd::inspect(std::move(rest));
     if (command == "version" || command == "--version") {
       // The wire versions decide who can talk to whom (they are part of the cluster identity).
       // The state's precision too (core/real.h): it is on the wire (replicas, state transfer) and in checkpoints.

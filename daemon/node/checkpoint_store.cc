@@ -51,6 +51,14 @@ std::vector<std::pair<Round, fs::path>> CheckpointStore::list() const {
   return all;
 }
 
+CheckpointStore::RunHead CheckpointStore::readRunHead(ByteReader& r) {
+  serial::expectTag(r, kRunStateTag, "a gossipd run checkpoint");
+  RunHead h;
+  h.node = r.get<std::uint32_t>();
+  h.next = r.get<std::uint64_t>();
+  return h;
+}
+
 std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const {
   // A write cut by a crash leaves ckpt-R.gsc.tmp, as large as a checkpoint and never read: remove them
   // (only this node writes here, under the data directory's lock).
@@ -67,10 +75,8 @@ std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<
     try {
       const Bytes body = engine::readCheckpoint(f);
       ByteReader r(body, "checkpoint");
-      serial::expectTag(r, kRunStateTag, "a gossipd run checkpoint");
-      const auto savedId = r.get<std::uint32_t>();
+      const auto [savedId, next] = readRunHead(r);
       if (savedId != id) throw DecodeError("it belongs to node " + std::to_string(savedId));
-      const Round next = r.get<std::uint64_t>();
       load(r);
       r.expectEnd();
       return next;

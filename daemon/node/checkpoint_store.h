@@ -66,6 +66,15 @@ class CheckpointStore {
   // node's state before it refused. First removes the ckpt-R.gsc.tmp files of writes a crash cut short.
   std::optional<Round> loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const;
 
+  // The head of a run-state body (tag, node id, the round it continues at), read from `r`: what
+  // loadNewest checks before the node's state, and what `gossipd inspect` shows. DecodeError when the body
+  // is not a gossipd run state.
+  struct RunHead {
+    PeerId node = 0;
+    Round next = 0;
+  };
+  static RunHead readRunHead(ByteReader& r);
+
   // Writes ckpt-<next>.gsc atomically and durably, then removes all but the newest `keep`.
   void write(Round next, std::span<const std::byte> body) const;
 

@@ -49,6 +49,8 @@ std::string clusterIdentity(const Config& c, std::size_t dim, std::string_view t
     if (c.model.kind == "mlp") take("model", "hidden");
     for (const char* k : {"format", "scaling", "partition", "seed", "max_train", "regression"}) take("data", k);
     if (c.data.partition == "dirichlet") take("data", "dirichlet_alpha");
+    // Only when set: a directory made before the key existed holds an identity without it.
+    if (c.data.shards != 0) take("data", "shards");
     if (c.data.format == "synthetic")
       for (const char* k : {"synthetic_samples", "synthetic_dim", "synthetic_heterogeneity"}) take("data", k);
   }
