@@ -42,7 +42,7 @@ extern "C" void onClusterSignal(int) { gInterrupted.store(true, std::memory_orde
 
 constexpr const char* kClusterUsage =
     "usage: gossipd cluster --nodes N [--config F] [--set section.key=value]... [--dir D] [--bin PATH]\n"
-    "                       [--trainer CMD] [--no-restart]\n"
+    "                       [--trainer CMD] [--no-restart] [--fresh]\n"
     "  Starts N `gossipd run` nodes on this machine (loopback, ephemeral ports), node i with its data\n"
     "  directory D/node-i (checkpoints, model.npy, status.json, log, http_port: each node serves\n"
     "  /metrics and /status on node.http's host with a port of its own), and shows one progress line for\n"
@@ -50,7 +50,9 @@ constexpr const char* kClusterUsage =
     "  same D resumes every node from its newest checkpoint; a finished run is refused (its models stay\n"
     "  as they are; raise algorithm.rounds to train on). A node that dies (a signal, an internal error)\n"
     "  is started again from its data directory, up to 3 times; not after exit 2 (configuration) or 3\n"
-    "  (refused by the cluster); after 1, 2, then 4 s. --no-restart turns this off.\n"
+    "  (refused by the cluster); after 1, 2, then 4 s. --no-restart turns this off. --fresh starts a new\n"
+    "  run on a D that holds one: each node's first start moves its earlier run to node-i/previous/<time>/\n"
+    "  (gossipd run --fresh); a node restarted after a crash resumes the new run.\n"
     "  --nodes N      number of nodes, 1..1024 (sets cluster.nodes)\n"
     "  --config F     TOML configuration shared by all nodes (docs/config.md)\n"
     "  --set S.K=V    override one key for all nodes; repeatable (not node.id, node.data_dir,\n"
@@ -73,6 +75,7 @@ int cluster(std::vector<std::string> argv) {
   std::vector<std::string> sets;
   std::string dir = "./gossipd-cluster", bin, trainer;
   bool restart = true;
+  bool fresh = false;
   long long httpPort = 8080;
   while (!args.done()) {
     const std::string flag = args.next("cluster");
@@ -95,6 +98,8 @@ int cluster(std::vector<std::string> argv) {
       bin = args.next(flag);
     } else if (flag == "--no-restart") {
       restart = false;
+    } else if (flag == "--fresh") {
+      fresh = true;
     } else if (flag == "--trainer") {
       trainer = args.next(flag);
       if (trainer.empty()) throw ConfigError("--trainer: expected a command");
@@ -103,7 +108,7 @@ int cluster(std::vector<std::string> argv) {
       if (httpPort < 0 || httpPort > 65535) throw ConfigError("--http-port: expected 0..65535, got " + std::to_string(httpPort));
     } else {
       throw ConfigError("unknown option '" + flag +
-                        "' (expected --nodes, --config, --set, --dir, --bin, --http-port, --trainer, --no-restart)");
+                        "' (expected --nodes, --config, --set, --dir, --bin, --http-port, --trainer, --no-restart, --fresh)");
     }
   }
   if (!nodes) throw ConfigError("--nodes N is required");
@@ -160,6 +165,7 @@ int cluster(std::vector<std::string> argv) {
                        "node.listen=tcp://127.0.0.1:0", "--set", "cluster.nodes=" + std::to_string(*nodes),
                        "--set", "node.http=" + (i == 0 ? http0 : http)});
     if (!seed.empty()) a.insert(a.end(), {"--set", "cluster.seeds=[\"" + seed + "\"]"});
+    if (fresh && c.restarts == 0) a.push_back("--fresh");  // a restart after a crash resumes the new run
     c.pid = spawn(bin, a, c.dir / "log");
     c.status.reset();
     // The trainer may start before its node binds the socket: the client retries its attach. A node

@@ -13,13 +13,15 @@ namespace gossip::cmd {
 namespace {
 
 constexpr const char* kRunUsage =
-    "usage: gossipd run [--config F] [--set section.key=value]...\n"
+    "usage: gossipd run [--config F] [--set section.key=value]... [--fresh]\n"
     "  One node: joins the cluster through cluster.seeds (none: it is the first node), trains with its\n"
     "  graph neighbours and writes checkpoints, model.npy/model.json and status.json to node.data_dir.\n"
     "  A node restarted on the same data_dir resumes from its newest valid checkpoint as a new\n"
     "  incarnation. SIGTERM/Ctrl-C/SIGHUP: checkpoint, announce the leave, exit 0.\n"
     "  --config F     TOML configuration (docs/config.md lists every key)\n"
-    "  --set S.K=V    override one key after the file; repeatable\n";
+    "  --set S.K=V    override one key after the file; repeatable\n"
+    "  --fresh        start a new run: the run in node.data_dir (checkpoints, models, its cluster file) is\n"
+    "                 moved to node.data_dir/previous/<UTC time>/ first, never deleted\n";
 
 }  // namespace
 
@@ -27,6 +29,7 @@ int run(std::vector<std::string> argv) {
   cli::Args args{std::move(argv)};
   std::optional<std::string> configFile;
   std::vector<std::string> sets;
+  auto start = daemon::StartMode::Resume;
   while (!args.done()) {
     const std::string flag = args.next("run");
     if (flag == "--help" || flag == "-h") {
@@ -38,8 +41,10 @@ int run(std::vector<std::string> argv) {
       configFile = args.next(flag);
     } else if (flag == "--set") {
       sets.push_back(args.next(flag));
+    } else if (flag == "--fresh") {
+      start = daemon::StartMode::Fresh;
     } else {
-      throw ConfigError("unknown option '" + flag + "' (expected --config, --set)");
+      throw ConfigError("unknown option '" + flag + "' (expected --config, --set, --fresh)");
     }
   }
   const daemon::Config config = daemon::loadConfig(configFile, sets);
@@ -53,7 +58,7 @@ int run(std::vector<std::string> argv) {
   daemon::installStopSignals();
   std::unique_ptr<daemon::NodeRuntime> node;
   try {
-    node = std::make_unique<daemon::NodeRuntime>(config);
+    node = std::make_unique<daemon::NodeRuntime>(config, nullptr, start);
   } catch (const ConfigError& e) {
     throw ConfigError(daemon::withConfigKey(e.what()));
   } catch (const IoError& e) {

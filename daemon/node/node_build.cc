@@ -1,6 +1,8 @@
 // NodeRuntime::Impl's construction (node_runtime_impl.h says how the node is split and who touches what).
 #include <algorithm>
 #include <charconv>
+#include <ctime>
+#include <set>
 #include <cstdio>
 #include <random>
 #include <fstream>
@@ -34,8 +36,9 @@ const fs::path& NodeRuntime::Impl::createDataDir(const fs::path& dir) {
   return dir;
 }
 
-NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs)
+NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start)
     : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
+  if (start == StartMode::Fresh) moveRunAside();  // under the lock, before anything here is read
   // Cheap checks first: a data directory in use or unusable (createDataDir, dirLock) or a port in use fails
   // before the data is loaded.
   peer::ZmqOptions zo;
@@ -129,6 +132,39 @@ void NodeRuntime::Impl::setupData() {
     evaluation = std::make_unique<PeriodicEvaluation>(*problem->model, *periodicSet(), *background);
 }
 
+// --fresh (issue 28: a new run on a directory that holds one, without deleting it). Everything the last run
+// left goes to previous/<UTC time>/ inside the directory. What stays: the lock (held by us), `instance` (the
+// directory's id, which owns its node.id) and `incarnation` (the life counter peers compare: a new run must
+// not look older than the last life they saw), and `log`/`trainer.log` (gossipd cluster's files, open in the
+// processes it started).
+void NodeRuntime::Impl::moveRunAside() {
+  static const std::set<std::string> keep{"lock", "instance", "incarnation", "previous", "log", "trainer.log"};
+  std::vector<fs::path> move;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (keep.contains(name) || (name == "checkpoints" && fs::is_empty(e.path()))) continue;
+    move.push_back(e.path());
+  }
+  if (move.empty()) return nodeLog->info("--fresh: '{}' holds no earlier run; starting one", dir.string());
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &utc);
+  fs::path to = dir / "previous" / stamp;
+  for (int k = 2; fs::exists(to); ++k) to = dir / "previous" / (std::string(stamp) + "-" + std::to_string(k));
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) throw IoError("--fresh: cannot create '" + to.string() + "': " + ec.message());
+  for (const auto& p : move) {
+    fs::rename(p, to / p.filename(), ec);
+    if (ec) throw IoError("--fresh: cannot move '" + p.string() + "' to '" + to.string() + "': " + ec.message());
+  }
+  createDataDir(dir);
+  nodeLog->info("--fresh: moved the earlier run in '{}' ({} entries) to '{}'; starting a new run", dir.string(),
+                move.size(), to.string());
+}
+
 void NodeRuntime::Impl::readIncarnation() {
   // The data directory's instance id, made at its first start (membership/membership.h, "Owned ids"): a
   // later life of this directory is a restart of its node.id, another directory with the same id is not.
@@ -191,8 +227,8 @@ void NodeRuntime::Impl::loadNewestCheckpoint() {
   if (*next >= c.algorithm.rounds)
     throw RefusedError("node.data_dir: the run in '" + dir.string() + "' is finished (its newest checkpoint is at round " +
                       std::to_string(*next) + ", algorithm.rounds = " + std::to_string(c.algorithm.rounds) +
-                      "; the model is in model.npy); raise algorithm.rounds to train on, or give an empty "
-                      "node.data_dir to start anew");
+                      "; the model is in model.npy); raise algorithm.rounds to train on, or start anew with --fresh "
+                      "(the run is moved to previous/) or in an empty node.data_dir");
   // The edges were with the previous life's neighbours, who drop theirs when they see our new
   // incarnation: keep the model, drop the edges (and with them the dual shares).
   engine->dropAllEdges();
@@ -216,7 +252,8 @@ void NodeRuntime::Impl::checkClusterFile() {
   const bool otherNode = describeIdentityDifference(identity, held.substr(0, held.rfind("node.id="))).empty();
   throw RefusedError("node.data_dir '" + dir.string() + "' belongs to " + (otherNode ? "another node" : "another cluster") + ": " +
                      describeIdentityDifference(mine, held, "in this configuration", "in the directory") +
-                     ". Run it with that configuration, give this node an empty node.data_dir, or delete '" +
+                     ". Run it with that configuration, start anew with --fresh (the run there is moved to previous/) or in "
+                     "an empty node.data_dir, or delete '" +
                      f.string() + "' to take the directory over with its checkpoints");
 }
 
@@ -258,9 +295,9 @@ logging::Options loggerOptions(const NodeConfig& node) {
           .node = node.id};
 }
 
-NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers) {
+NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers, StartMode start) {
   if (!loggers) loggers = std::make_shared<logging::Loggers>(loggerOptions(config.node));
-  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers));
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers), start);
 }
 NodeRuntime::~NodeRuntime() = default;
 

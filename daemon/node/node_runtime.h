@@ -41,11 +41,17 @@
 
 namespace gossip::daemon {
 
+// How a node takes its data directory: Resume continues the run there (or starts one if there is none);
+// Fresh (`gossipd run --fresh`) first moves the run there aside, to node.data_dir/previous/<UTC time>/,
+// and starts a new one (nothing is deleted; docs/daemon.md, "Starting anew").
+enum class StartMode { Resume, Fresh };
+
 class NodeRuntime {
  public:
   // Builds everything and binds the listen address; ConfigError/DataError/IoError on bad input.
   // Without loggers, builds them from config.node (loggerOptions) writing to stdout.
-  explicit NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers = nullptr);
+  explicit NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers = nullptr,
+                       StartMode start = StartMode::Resume);
   ~NodeRuntime();
   // Runs until the last round or SIGTERM/SIGINT; returns the process exit code.
   int run();

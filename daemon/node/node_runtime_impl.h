@@ -117,7 +117,8 @@ struct NodeRuntime::Impl {
 
   // ---- node_build.cc: the parts, in order ----
   static const std::filesystem::path& createDataDir(const std::filesystem::path& dir);
-  Impl(Config config, std::shared_ptr<logging::Loggers> logs);
+  Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start);
+  void moveRunAside();
   ~Impl();
   HttpServer::Answer putLogLevel(std::string_view query);
   void setupData();

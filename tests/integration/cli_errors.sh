@@ -192,6 +192,21 @@ EXPECT_RC=3 expect "another cluster on the directory" "^gossipd run: node.data_d
 rm -f "$TMP/kept/checkpoints/"*
 EXPECT_RC=3 expect "another node on the directory" "^gossipd run: node.data_dir '$TMP/kept' belongs to another node: node.id is 5 in this configuration, 0 in the directory\." -- \
   "${ONE[@]}" --set algorithm.rounds=40 --set node.id=5
+# --fresh: a new run in the same directory, another cluster name included; the earlier run is moved to
+# previous/<UTC time>/, byte for byte, and `gossipd inspect` tells the two apart.
+old_sums=$(cd "$TMP/kept" && md5sum cluster model.npy status.json)
+expect_ok "--fresh starts a new run" "moved the earlier run in '$TMP/kept' \([0-9]+ entries\) to '$TMP/kept/previous/[0-9T]+Z'" -- \
+  "${ONE[@]}" --set algorithm.rounds=40 --set cluster.name=other --fresh
+prev=$(ls -d "$TMP/kept/previous/"*/ 2>/dev/null | head -n 1)
+if [ -n "$prev" ] && [ "$(cd "$prev" && md5sum cluster model.npy status.json)" = "$old_sums" ] &&
+   [ -f "$TMP/kept/checkpoints/ckpt-40.gsc" ] && grep -q 'cluster.name="other"' "$TMP/kept/cluster"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1)); echo "FAIL --fresh: previous run in '$prev': $(ls "$prev" 2>&1 | tr '\n' ' '), new checkpoints: $(ls "$TMP/kept/checkpoints" | tr '\n' ' ')"
+fi
+expect_ok "inspect the finished fresh run" '"finished": true' -- inspect "$TMP/kept" --json
+expect_ok "inspect says so in words" "the run is finished" -- inspect "$TMP/kept"
+expect "inspect a directory no node ran in" "holds none of the files a node writes" -- inspect "$TMP"
 
 # SIGTERM and SIGHUP while the node waits for its trainer (during construction): a clean stop, exit 0 (the
 # handlers were installed after construction, so the signal killed it: exit 143 / 129).
