@@ -41,6 +41,9 @@ std::optional<std::string> diagnose(const fs::path& dir, std::uint64_t maxAgeMs,
   if (!status.is_object() || !status.contains("state") || !status["state"].is_string())
     return quoted + " is not a node status";
   const std::string state = status["state"];
+  if (state == "failed")  // it ended on an error (a full disk): say which
+    return "the node failed: " + (status.contains("error") && status["error"].is_string() ? status["error"].get<std::string>()
+                                                                                     : std::string("(no error recorded)"));
   if (state != "joining" && state != "syncing" && state != "training") return "the node is " + state;
   if (status.value("isolated", false))
     return "the node is isolated: every other member is dead, its rounds are held at round " +

@@ -134,7 +134,7 @@ void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
   statusGossip->noteViewGraph(engine->viewGraph());
   const auto written = checkpointWriter->written();
   const NodeStatus s = collectStatus({.c = &c, .id = id, .incarnation = incarnation, .state = life.state(),
-                                      .isolated = life.isolated(), .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
+                                      .isolated = life.isolated(), .failure = failure, .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
                                       .zmq = zmq.get(), .links = links.get(), .gossip = statusGossip.get(),
                                       .record = &life.record(), .report = &report, .bridge = bridge,
                                       .accuracy = accuracy, .accuracySamples = accuracySamples,
@@ -223,6 +223,7 @@ int NodeRuntime::Impl::run() {
 // status.json stayed at "joining" (gossipd health said healthy for 10 s).
 void NodeRuntime::Impl::failOnDisk(const IoError& e) {
   nodeLog->error("{}; leaving the cluster", e.what());
+  failure = e.what();
   announceLeave(msSince(t0));
   writeStatus(msSince(t0), true);
   const Round last = checkpointWriter->written().round;

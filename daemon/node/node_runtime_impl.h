@@ -107,6 +107,7 @@ struct NodeRuntime::Impl {
   std::vector<std::string> extraSeeds;           // members known before a rejoin
   std::string rejoinVia;                         // the member whose side outnumbered ours, tried first
   std::string identity;                          // cluster_identity.h: sent in every Join
+  std::string failure;                           // set by failOnDisk: status.json's "failed" and "error"
   std::set<std::pair<PeerId, std::string>> refusalsLogged;  // (node, its identity) refused and logged once
   std::map<std::string, std::uint64_t> joinsRefused;       // by reason, for /metrics
   NodeReport report{c, nodeLog, memberLog};

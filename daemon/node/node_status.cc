@@ -30,6 +30,7 @@ NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   s.incarnation = in.incarnation;
   s.state = in.state;
   s.isolated = in.isolated;
+  s.failure = in.failure;
   if (in.joinsRefused) s.joins_refused = *in.joinsRefused;
   s.endpoint = in.endpoint;
   s.listen = in.zmq->endpoint();
@@ -109,7 +110,8 @@ std::string renderStatusJson(const NodeStatus& s) {
   const bool evaluated = s.accuracy >= 0;
   nlohmann::json j{{"id", s.id},
                    {"incarnation", s.incarnation},
-                   {"state", nodeStateName(s.state)},
+                   {"state", s.failure.empty() ? nodeStateName(s.state) : std::string_view("failed")},
+                   {"error", s.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.failure)},
                    {"isolated", s.isolated},
                    {"endpoint", s.endpoint},
                    {"listen", s.listen},

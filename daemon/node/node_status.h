@@ -40,6 +40,11 @@ struct NodeStatus {
   Incarnation incarnation = 0;
   NodeState state = NodeState::Joining;
   bool isolated = false;  // training, but every other member is dead: rounds held (Lifecycle::isolated)
+  // Why the node is ending on an error (a full disk: NodeRuntime's failOnDisk); empty otherwise. Shown as
+  // state "failed" with this "error" in status.json, so `gossipd health` and a supervisor tell a failure
+  // from a deliberate stop (issue 28). The wire's state byte stays Stopped (NodeState has no failed: peers
+  // only need to know the node is leaving).
+  std::string failure;
   std::string endpoint;  // advertised
   std::string listen;    // bound
   Round round = 0;       // the next round
@@ -89,6 +94,7 @@ struct StatusSources {
   Incarnation incarnation = 0;
   NodeState state = NodeState::Joining;
   bool isolated = false;
+  std::string failure;  // NodeStatus::failure
   std::string endpoint;
   const engine::NodeEngine* engine = nullptr;
   const MembershipRunner* membership = nullptr;

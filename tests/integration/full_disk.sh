@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A full disk under a running node (node.data_dir on a 2 MB tmpfs, filled while it trains): the node
-# leaves the cluster cleanly (its peer sees a leave, not a death), status.json says "stopped", it exits 2
+# leaves the cluster cleanly (its peer sees a leave, not a death), status.json says "failed" (and the error), it exits 2
 # with one line naming the file, the cause and the newest checkpoint on disk; freed, it resumes from that
 # checkpoint. Issue 28: "internal error", exit 1, no leave, status.json at "joining", health healthy.
 # Needs root for the tmpfs mount: exits 77 (ctest SKIP) with a line saying so otherwise.
@@ -37,13 +37,14 @@ line=$(tail -n 1 "$WORK/node-1.err")
 [[ "$line" =~ ^gossipd\ run:\ .*No\ space\ left\ on\ device\;\ the\ node\ left\ the\ cluster\..*newest\ checkpoint\ it\ wrote\ is\ for\ round\ ([0-9]+)$ ]] ||
   fail "node 1's last line: $line"
 newest=${BASH_REMATCH[1]}
-state=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['state'])" "$MNT/node-1/status.json")
-[ "$state" = stopped ] || fail "node 1's status.json says '$state' after leaving on a full disk"
-rc=0; "$GOSSIPD" health --dir "$MNT/node-1" >/dev/null || rc=$?
+state=$(python3 -c "import json,sys; s = json.load(open(sys.argv[1])); print(s['state'], 'space' in (s['error'] or ''))" "$MNT/node-1/status.json")
+[ "$state" = "failed True" ] || fail "node 1's status.json says '$state' after leaving on a full disk (expected failed, with the error)"
+rc=0; health=$("$GOSSIPD" health --dir "$MNT/node-1") || rc=$?
 [ "$rc" = 1 ] || fail "gossipd health says $rc for the node that left on a full disk"
+[[ "$health" == *"failed: "*"No space left on device"* ]] || fail "gossipd health does not say why: $health"
 wait_for 10 "node 0 to see node 1 leave" grep -q "member 1 (incarnation 0) left" "$WORK/node-0/log"
 if grep -q "member 1 (incarnation 0) declared dead" "$WORK/node-0/log"; then fail "node 0 took node 1's leave for a death"; fi
-echo "ok: full disk: exit 2, left cleanly, status stopped, newest checkpoint round $newest"
+echo "ok: full disk: exit 2, left cleanly, status failed with the error, newest checkpoint round $newest"
 rm -f "$MNT/filler"
 start_disk_node
 wait_for 30 "node 1 to resume from its checkpoint of round $newest" grep -q "resumed at round $newest" "$WORK/node-1.out"

@@ -96,7 +96,7 @@ TEST_CASE("node state names: the strings status.json - gossipd_state and /cluste
 TEST_CASE("status.json: every key - with the snapshot's values") {
   const auto j = nlohmann::json::parse(renderStatusJson(example(nullptr)));
   const std::set<std::string> want{
-      "id", "incarnation", "state", "isolated", "endpoint", "listen", "round", "rounds", "loss", "disagreement", "gamma",
+      "id", "incarnation", "state", "error", "isolated", "endpoint", "listen", "round", "rounds", "loss", "disagreement", "gamma",
       "drift_warning", "accuracy", "accuracy_samples", "alive", "neighbors", "bytes_sent", "model_bytes_sent",
       "membership_bytes_sent", "membership_messages_sent", "status_bytes_sent", "retransmitted", "messages_missing",
       "states_sent", "states_received", "compute_seconds", "rejected", "rejected_by_reason", "disconnects",
