@@ -54,6 +54,32 @@ void NodeRuntime::Impl::onMembership(std::uint64_t now) {
                   membership->alive().size());
 }
 
+// Handshakes that failed at the transport (issue 28: CurveZMQ on at one end and off at the other failed
+// before any refusal could be sent, and the joiner only said that no seed answered). One line per address
+// at once, then at most one a minute with the count since: libzmq retries every reconnect interval. A
+// failure without detail (the other end closed during the handshake) often comes beside a specific one:
+// it is logged only when it repeats and nothing more specific was seen for that address.
+void NodeRuntime::Impl::reportHandshakeFailures() {
+  const auto failures = zmq->takeHandshakeFailures();
+  if (failures.empty()) return;
+  const auto now = Clock::now();
+  for (const auto& f : failures) {
+    auto& seen = handshakeLogged[(f.incoming ? "in " : "out ") + f.endpoint];
+    const bool vague = f.kind == peer::HandshakeFailure::Kind::Vague;
+    ++seen.count;
+    if (vague && (seen.specific || seen.count < 20)) continue;
+    if (!vague && !seen.specific) {
+      seen.specific = true;
+      seen.at = {};  // the first specific failure is logged at once
+    }
+    if (seen.at != Clock::time_point{} && now - seen.at < std::chrono::minutes(1)) continue;
+    const std::string line = f.describe(c.security.enable);
+    memberLog->warn("{}{}", line, seen.count > 1 ? " (" + std::to_string(seen.count) + " failed handshakes so far)" : "");
+    seen.at = now;
+    if (!f.incoming) lastHandshakeFailure = line;
+  }
+}
+
 void NodeRuntime::Impl::onRefusals() {
   using Reason = peer::Refusal::Reason;
   auto r = membership->takeRefusals();
@@ -67,6 +93,7 @@ void NodeRuntime::Impl::onRefusals() {
       memberLog->warn("refused node {} ({}): node.id {} is held by the live member at {}, another data directory",
                       x.peer, x.endpoint, x.peer, x.detail);
   }
+  reportHandshakeFailures();
   if (!r.refusedBy) return;
   const auto& by = *r.refusedBy;
   const std::string who = "node " + std::to_string(id) + " was refused by node " + std::to_string(by.peer) + " (" + by.endpoint + "): ";
@@ -213,6 +240,9 @@ int NodeRuntime::Impl::run() {
     return loop();
   } catch (const IoError& e) {
     failOnDisk(e);
+  } catch (const UnreachableError& e) {
+    if (lastHandshakeFailure.empty()) throw;
+    throw UnreachableError(std::string(e.what()) + "; " + lastHandshakeFailure);
   }
 }
 

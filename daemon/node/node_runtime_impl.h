@@ -134,6 +134,14 @@ struct NodeRuntime::Impl {
   void pumpIncoming(std::uint64_t now);
   void onMembership(std::uint64_t now);
   void onRefusals();
+  void reportHandshakeFailures();  // from onRefusals
+  struct Logged {
+    std::uint64_t count = 0;
+    Clock::time_point at;   // last logged; epoch: never
+    bool specific = false;  // a failure with a cause (not only "no detail") was seen
+  };
+  std::map<std::string, Logged> handshakeLogged;  // per direction and address
+  std::string lastHandshakeFailure;               // the last one of our links logged: added to "no seed answered"
   void checkClusterFile();  // node.data_dir's `cluster` file against this configuration's identity
   int loop();                                  // run()'s loop
   void announceLeave(std::uint64_t now);       // stop() and failOnDisk(): Stopped, leave, 200 ms on the wire

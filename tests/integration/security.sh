@@ -39,7 +39,8 @@ wait_for 60 "node 0 to train 200 rounds while the rogue knocks" at_least 0 $((r0
 for i in 0 1 2; do [ "$(status_field $i alive)" = 3 ] || fail "node $i counts $(status_field $i alive) members (expected 3)"; done
 [ "$(status_field 3 alive)" = 1 ] || fail "the rogue node sees $(status_field 3 alive) members (expected only itself)"
 kill -9 "${NODE_PID[3]}"
-echo "ok: a daemon with an unlisted key cannot join ($(reasons 0))"
+grep -q "does not list this node's key" "$WORK/node-3/log" || fail "the rogue node does not say its key was refused: $(grep -i handshake "$WORK/node-3/log" | head -n 2)"
+echo "ok: a daemon with an unlisted key cannot join ($(reasons 0)); it logs that its key was refused"
 
 # A client with a fresh unlisted key sends frames that would otherwise be counted (bad_round, late):
 # none arrives; only its refused connections are counted.
@@ -77,3 +78,16 @@ for i in 0 1 2; do
   [ "$(status_field $i deaths)" = 0 ] || fail "node $i declared a death"
 done
 echo "ok: listed daemons trained throughout; node 0 rejected: $(reasons 0)"
+
+# security.enable off against this cluster's on (issue 28): the handshake fails before any refusal can be
+# sent, so the transport's monitors say it: the plain node exits 4 (no seed answered) naming the mismatch,
+# and node 0 logs the same cause from its side.
+rc=0
+timeout 60 "$GOSSIPD" run "${args[@]}" --set security.enable=false --set node.id=3 --set cluster.nodes=4 \
+  --set node.data_dir="$WORK/plain" --set node.listen=tcp://127.0.0.1:0 --set node.http= \
+  --set cluster.start_timeout_ms=3000 --set "cluster.seeds=[\"$EP\"]" >"$WORK/plain.log" 2>"$WORK/plain.err" || rc=$?
+[ "$rc" = 4 ] || fail "the node without CurveZMQ exited $rc, expected 4: $(tail -n 2 "$WORK/plain.err")"
+grep -q "different security mechanisms; this node runs with security.enable = false" "$WORK/plain.err" ||
+  fail "the plain node's last line does not name the cause: $(tail -n 1 "$WORK/plain.err")"
+wait_for 10 "node 0 to log the mismatch" grep -q "this node runs with security.enable = true (CurveZMQ), so that one probably runs without it" "$WORK/node-0/log"
+echo "ok: security on against off: both sides name the cause ($(tail -n 1 "$WORK/plain.err" | sed 's/.*; the handshake/the handshake/' | cut -c1-80)...)"

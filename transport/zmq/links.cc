@@ -28,10 +28,12 @@ int channelOf(const Bytes& header) {
 std::unique_ptr<Link> connectLink(zmq::context_t& ctx, const ZmqOptions& opt, const CurveAuth* curve,
                                   std::atomic<std::uint64_t>& serial, PeerId self, const std::string& endpoint) {
   auto link = std::make_unique<Link>();
+  link->endpoint = endpoint;
   for (int c : {kControl, kModel}) {
     zmq::socket_t s = makeDealer(ctx, opt, c == kModel);
     if (curve) curve->setClient(s, opt.curve->node);
-    if (c == kControl) link->monitor = monitorDisconnects(ctx, s, serial.fetch_add(1));  // before it connects
+    if (c == kControl)  // before it connects
+      link->monitor = monitorSocket(ctx, s, ZMQ_EVENT_DISCONNECTED | kHandshakeFailureEvents, "link-monitor", serial.fetch_add(1));
     link->channel[c].socket = std::move(s);
     if (c == kModel && opt.link_bytes_per_second > 0)
       link->channel[c].shaper = Shaper(opt.link_bytes_per_second, opt.link_burst_bytes);
@@ -115,6 +117,11 @@ std::vector<PeerId> Links::takeDisconnects() {
   return std::exchange(disconnected_, {});
 }
 
+std::vector<HandshakeFailure> Links::takeHandshakeFailures() {
+  std::lock_guard lock(disconnectMutex_);
+  return std::exchange(handshakeFailures_, {});
+}
+
 // Sends queued frames until the socket would block or the channel's shaper runs out of tokens (the loop
 // polls again when the bucket has refilled).
 void Links::flush(Channel& ch) {
@@ -130,18 +137,19 @@ void Links::flush(Channel& ch) {
   }
 }
 
-// Reads every event waiting on a link's monitor; a DISCONNECTED notes the peer.
+// Reads every event waiting on a link's monitor; a DISCONNECTED notes the peer, a handshake failure is kept
+// for takeHandshakeFailures().
 void Links::readMonitor(PeerId peer, Link& link) {
-  for (;;) {
-    zmq::message_t event, address;
-    if (!link.monitor.recv(event, zmq::recv_flags::dontwait)) return;
-    if (event.more()) (void)link.monitor.recv(address, zmq::recv_flags::none);
-    std::uint16_t id = 0;
-    if (event.size() >= sizeof id) std::memcpy(&id, event.data(), sizeof id);
-    if (id != ZMQ_EVENT_DISCONNECTED) continue;
-    disconnects_.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard lock(disconnectMutex_);
-    if (std::find(disconnected_.begin(), disconnected_.end(), peer) == disconnected_.end()) disconnected_.push_back(peer);
+  while (const auto e = readMonitorEvent(link.monitor)) {
+    if (e->event == ZMQ_EVENT_DISCONNECTED) {
+      disconnects_.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard lock(disconnectMutex_);
+      if (std::find(disconnected_.begin(), disconnected_.end(), peer) == disconnected_.end()) disconnected_.push_back(peer);
+    } else if (e->event & kHandshakeFailureEvents) {
+      std::lock_guard lock(disconnectMutex_);
+      if (handshakeFailures_.size() < kMaxHandshakeFailures)
+        handshakeFailures_.push_back(handshakeFailure(*e, link.endpoint, false));
+    }
   }
 }
 

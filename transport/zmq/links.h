@@ -55,6 +55,7 @@ struct Link {
 
   Channel channel[2];  // kControl, kModel (links.cc)
   zmq::socket_t monitor;  // the control DEALER's socket monitor: a PAIR on an inproc address
+  std::string endpoint;   // where it connects (for a handshake failure's line)
 };
 
 // Creates and connects both DEALERs of a link to `endpoint`; `serial` names the monitor's inproc address.
@@ -85,6 +86,8 @@ class Links {
 
   // Any thread: the peers whose control connection broke since the last call, each once.
   std::vector<PeerId> takeDisconnects();
+  // Any thread: the control connections' handshake failures since the last call (HandshakeFailure).
+  std::vector<HandshakeFailure> takeHandshakeFailures();
 
   std::uint64_t framesSent() const { return framesSent_.load(); }
   std::uint64_t bytesSent() const { return bytesSent_.load(); }
@@ -101,8 +104,10 @@ class Links {
   std::vector<std::pair<PeerId, Link*>> monitors_;
   std::vector<Channel*> writers_;
   std::vector<Channel*> throttled_;
-  std::mutex disconnectMutex_;
+  std::mutex disconnectMutex_;  // guards disconnected_ and handshakeFailures_
   std::vector<PeerId> disconnected_;  // since the last takeDisconnects(), without repeats
+  std::vector<HandshakeFailure> handshakeFailures_;  // since the last takeHandshakeFailures(), at most kMaxHandshakeFailures
+  static constexpr std::size_t kMaxHandshakeFailures = 256;  // a peer retrying for hours is one line a minute anyway
   std::atomic<std::uint64_t> framesSent_{0}, bytesSent_{0}, sendDropped_{0}, disconnects_{0};
 };
 

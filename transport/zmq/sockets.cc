@@ -2,6 +2,7 @@
 #include "transport/zmq/sockets.h"
 
 #include <cerrno>
+#include <cstring>
 
 #include "core/error.h"
 #include "engine/frame.h"
@@ -73,15 +74,36 @@ zmq::socket_t makeDealer(zmq::context_t& ctx, const ZmqOptions& opt, bool model)
   return s;
 }
 
-zmq::socket_t monitorDisconnects(zmq::context_t& ctx, zmq::socket_t& s, std::uint64_t serial) {
+zmq::socket_t monitorSocket(zmq::context_t& ctx, zmq::socket_t& s, int events, const char* name, std::uint64_t serial) {
   // The PAIR connects to the monitor's inproc address, which zmq_socket_monitor has just bound.
-  const std::string addr = "inproc://gossip-monitor-" + std::to_string(serial);
-  if (zmq_socket_monitor(s.handle(), addr.c_str(), ZMQ_EVENT_DISCONNECTED) != 0)
+  const std::string addr = std::string("inproc://gossip-") + name + "-" + std::to_string(serial);
+  if (zmq_socket_monitor(s.handle(), addr.c_str(), events) != 0)
     throw IoError("zmq socket monitor: " + std::string(zmq_strerror(zmq_errno())));
   zmq::socket_t monitor(ctx, zmq::socket_type::pair);
   monitor.set(zmq::sockopt::linger, 0);
   monitor.connect(addr);
   return monitor;
+}
+
+std::optional<MonitorEvent> readMonitorEvent(zmq::socket_t& monitor) {
+  zmq::message_t event, address;
+  if (!monitor.recv(event, zmq::recv_flags::dontwait)) return std::nullopt;
+  if (event.more()) (void)monitor.recv(address, zmq::recv_flags::none);
+  MonitorEvent e;
+  if (event.size() >= sizeof e.event) std::memcpy(&e.event, event.data(), sizeof e.event);
+  if (event.size() >= sizeof e.event + sizeof e.value)
+    std::memcpy(&e.value, static_cast<const char*>(event.data()) + sizeof e.event, sizeof e.value);
+  e.address = address.to_string();
+  return e;
+}
+
+HandshakeFailure handshakeFailure(const MonitorEvent& e, std::string endpoint, bool incoming) {
+  using Kind = HandshakeFailure::Kind;
+  Kind kind = Kind::Vague;
+  if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) kind = Kind::Auth;
+  if (e.event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+    kind = e.value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH ? Kind::Mechanism : Kind::Protocol;
+  return {std::move(endpoint), incoming, kind, e.value};
 }
 
 void stopMonitor(zmq::socket_t& monitored) noexcept {

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -52,6 +53,11 @@ struct ZmqTransport::Impl {
   ZmqOptions opt;
   zmq::context_t ctx{1};
   zmq::socket_t router{ctx, zmq::socket_type::router};
+  // The ROUTER's handshake failures (a peer speaking another mechanism): read by the I/O thread; closes
+  // before the ROUTER, after ~Impl stopped the monitor (sockets.h, stopMonitor).
+  zmq::socket_t routerMonitor;
+  std::mutex handshakeMutex;
+  std::vector<HandshakeFailure> incomingFailures;  // since the last takeHandshakeFailures(), bounded
   int wakeFd = -1;
 
   std::mutex cmdMutex;
@@ -75,13 +81,25 @@ struct ZmqTransport::Impl {
 
   explicit Impl(ZmqOptions o) : opt(o), curve(o.curve ? std::make_unique<CurveAuth>(ctx, o.curve) : nullptr) {}
   ~Impl() {
+    detail::stopMonitor(router);
     if (wakeFd >= 0) ::close(wakeFd);
   }
 
   void bind(const std::string& listen) {
     detail::setCommon(router, opt);
     if (curve) curve->serve(router);
+    // Protocol failures only: an auth failure here is a key we refused (counted as unlisted_key, and the
+    // CurveZMQ self-test makes one on purpose).
+    routerMonitor = detail::monitorSocket(ctx, router, ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+                                          "router-monitor", monitorSerial.fetch_add(1));
     detail::bindListener(router, listen);
+  }
+
+  void readRouterMonitor() {
+    while (const auto e = detail::readMonitorEvent(routerMonitor)) {
+      std::lock_guard lock(handshakeMutex);
+      if (incomingFailures.size() < 256) incomingFailures.push_back(detail::handshakeFailure(*e, e->address, true));
+    }
   }
 
   void wake() {
@@ -145,6 +163,7 @@ struct ZmqTransport::Impl {
       items.clear();
       items.push_back({nullptr, wakeFd, ZMQ_POLLIN, 0});
       items.push_back({router.handle(), 0, ZMQ_POLLIN, 0});
+      items.push_back({routerMonitor.handle(), 0, ZMQ_POLLIN, 0});
       const std::size_t firstMonitor = items.size();
       links.watchMonitors(items);
       const std::size_t zapItem = items.size();
@@ -161,6 +180,7 @@ struct ZmqTransport::Impl {
       if (items[1].revents & ZMQ_POLLIN)
         for (int i = 0; i < 64 && readOne(); ++i) {  // a batch, then let the senders have a turn
         }
+      if (items[2].revents & ZMQ_POLLIN) readRouterMonitor();
       links.readMonitors(items, firstMonitor);
       if (curve && (items[zapItem].revents & ZMQ_POLLIN)) curve->answer();
       links.flushWritable(items, firstWriter);
@@ -225,6 +245,31 @@ void ZmqTransport::addPeer(PeerId peer, const std::string& endpoint) {
 std::vector<PeerId> ZmqTransport::takeDisconnects() {
   impl_->throwIfFailed();
   return impl_->links.takeDisconnects();
+}
+
+std::vector<HandshakeFailure> ZmqTransport::takeHandshakeFailures() {
+  std::vector<HandshakeFailure> out = impl_->links.takeHandshakeFailures();
+  std::lock_guard lock(impl_->handshakeMutex);
+  for (auto& f : impl_->incomingFailures) out.push_back(std::move(f));
+  impl_->incomingFailures.clear();
+  return out;
+}
+
+std::string HandshakeFailure::describe(bool curveHere) const {
+  const std::string who = incoming ? "a connection to this node's listening address (" + endpoint + ")" : endpoint;
+  if (kind == Kind::Auth)
+    return "the CurveZMQ handshake with " + who + " was refused: that node does not list this node's key (its "
+           "keys_dir/allow.txt; docs/security.md), or it holds another cluster key";
+  if (kind == Kind::Mechanism)
+    return "the handshake with " + who + " failed: the two ends use different security mechanisms; this node runs with "
+           "security.enable = " + (curveHere ? "true (CurveZMQ), so that one probably runs without it"
+                                             : "false, so that one probably runs with CurveZMQ") +
+           " (security.enable must be the same on every node: docs/security.md)";
+  char code16[16];
+  std::snprintf(code16, sizeof code16, "0x%x", code);
+  return "the handshake with " + who + " failed (ZMTP " +
+         (kind == Kind::Protocol ? "protocol error " + std::string(code16) : std::string("error")) +
+         "): is another program, or a gossipd with another security.enable, at that address?";
 }
 
 void ZmqTransport::removePeer(PeerId peer) { impl_->push(Command{Command::Type::Remove, peer, {}, nullptr}); }

@@ -89,6 +89,26 @@ struct ZmqStats {
   std::uint64_t membership_inbox_dropped = 0;  // membership frames read while their inbox was full, dropped
 };
 
+// A ZMTP handshake that failed (issue 28: CurveZMQ on at one end and off at the other never got as far as
+// a refusal, and nothing said why): on one of our links (`incoming` false; `endpoint` is the peer's) or on
+// a connection to our listening socket (`incoming` true). `code` is the monitor event's value (a
+// ZMQ_PROTOCOL_ERROR_* for a protocol failure, the ZAP status for an auth failure).
+struct HandshakeFailure {
+  enum class Kind {
+    Vague,      // closed during the handshake, no detail (often beside a specific failure)
+    Mechanism,  // the two ends use different security mechanisms: CurveZMQ at one end only
+    Protocol,   // another ZMTP protocol error
+    Auth,       // the other end refused our key
+  };
+  std::string endpoint;
+  bool incoming = false;
+  Kind kind = Kind::Vague;
+  std::uint32_t code = 0;
+  // One line for the log, with the likely cause: e.g. a security mechanism mismatch names security.enable
+  // as set here and as probably set at the other end.
+  std::string describe(bool curveHere) const;
+};
+
 class ZmqTransport final : public engine::Transport {
  public:
   // Binds `listen` (e.g. "tcp://127.0.0.1:0" for an ephemeral port); throws IoError if it cannot.
@@ -109,6 +129,9 @@ class ZmqTransport final : public engine::Transport {
   // Peers whose control connection broke (TCP reset or close, or TCP keepalive timeout) since the last call, each
   // once. A hint for the failure detector to probe at once, never a verdict: libzmq reconnects by itself.
   std::vector<PeerId> takeDisconnects();
+  // Handshakes that failed since the last call, on our links and at our listening socket (any thread).
+  // Many per peer: libzmq retries the connection every reconnect interval; the caller rate-limits its lines.
+  std::vector<HandshakeFailure> takeHandshakeFailures();
 
   void send(PeerId to, Bytes header, engine::SharedBytes payload) override;
   bool receive(engine::RawFrame& out) override;
