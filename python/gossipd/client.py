@@ -250,8 +250,15 @@ class Trainer:
         """
         self._need_unbound()
         from .torch_helper import ModuleBinding, load_optimizer  # torch only for torch users
-        self._binding = ModuleBinding(module, self.dtype, local_buffers)
-        init = self._first_attach()
+        self._binding = b = ModuleBinding(module, self.dtype, local_buffers)
+        try:
+            init = self._first_attach()
+        except BridgeError as e:
+            if e.code in ("dim_mismatch", "layout_mismatch") and b.chosen and len(b.tensors) > b.n_params:
+                # A run this daemon began before buffers were mixed (or with them kept local) has none.
+                raise BridgeError(f"{e} (this bind mixes the module's buffers; to continue a run made without "
+                                  "them: bind(module, local_buffers=True))", e.code) from None
+            raise
         if optimizer is not None and not init and load_optimizer(optimizer, self._optimizer_path()):
             print(f"gossipd: restored the optimizer's state from {self._optimizer_path()}", file=sys.stderr, flush=True)
         self._optimizer = optimizer  # only once its state loaded (or there was none)

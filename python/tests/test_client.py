@@ -1052,6 +1052,13 @@ class TestBuffers(Base):
                 g.detach()
                 d.stop()
 
+    def test_a_run_made_without_buffers_is_refused_with_the_way_to_continue_it(self):
+        self.daemon(model=np.zeros(24))  # fc and bn parameters only: a run from before buffers were mixed
+        g = self.attach()
+        with self.assertRaisesRegex(gossipd.BridgeError, r"local_buffers=True") as e:
+            g.bind(BatchNormNet())
+        self.assertEqual(e.exception.code, "dim_mismatch")
+
     def test_a_buffer_of_another_dtype_is_refused_with_the_way_out(self):
         m = BatchNormNet()
         m.bn.running_var = m.bn.running_var.double()
