@@ -156,6 +156,7 @@ AutoStep agreeOnStep(const Config& c, const SimProblem& p) {
 }
 }  // namespace
 
+namespace {
 training::ModelSpec modelSpecOf(const Config& c) {
   training::ModelSpec ms;
   ms.kind = c.model.kind;
@@ -170,6 +171,7 @@ training::ModelSpec modelSpecOf(const Config& c) {
 double messageBytes(const Config& c, std::size_t dim) {
   return static_cast<double>(compress::makeCompressor(c.compressor)->encodedBytes(static_cast<std::uint32_t>(dim)));
 }
+}  // namespace
 
 std::unique_ptr<SimProblem> buildSimProblem(const Config& c, const OneNode* only) {
   auto p = std::make_unique<SimProblem>();
