@@ -56,9 +56,10 @@ void NodeRuntime::Impl::onMembership(std::uint64_t now) {
 
 // Handshakes that failed at the transport (issue 28: CurveZMQ on at one end and off at the other failed
 // before any refusal could be sent, and the joiner only said that no seed answered). One line per address
-// at once, then at most one a minute with the count since: libzmq retries every reconnect interval. A
-// failure without detail (the other end closed during the handshake) often comes beside a specific one:
-// it is logged only when it repeats and nothing more specific was seen for that address.
+// at once, then at most one a minute with the count since: libzmq retries every reconnect interval. With
+// mismatched mechanisms whichever end reads the other's greeting first names the mismatch and closes, and
+// the other end sees only the close (a failure without detail), on some attempts or on all of them: such a
+// failure is logged once it repeated and while nothing more specific was seen for that address.
 void NodeRuntime::Impl::reportHandshakeFailures() {
   const auto failures = zmq->takeHandshakeFailures();
   if (failures.empty()) return;
@@ -67,7 +68,8 @@ void NodeRuntime::Impl::reportHandshakeFailures() {
     auto& seen = handshakeLogged[(f.incoming ? "in " : "out ") + f.endpoint];
     const bool vague = f.kind == peer::HandshakeFailure::Kind::Vague;
     ++seen.count;
-    if (vague && (seen.specific || seen.count < 20)) continue;
+    if (!f.incoming && (!vague || lastHandshakeFailure.empty())) lastHandshakeFailure = f.describe(c.security.enable);
+    if (vague && (seen.specific || seen.count < 3)) continue;
     if (!vague && !seen.specific) {
       seen.specific = true;
       seen.at = {};  // the first specific failure is logged at once
@@ -76,7 +78,6 @@ void NodeRuntime::Impl::reportHandshakeFailures() {
     const std::string line = f.describe(c.security.enable);
     memberLog->warn("{}{}", line, seen.count > 1 ? " (" + std::to_string(seen.count) + " failed handshakes so far)" : "");
     seen.at = now;
-    if (!f.incoming) lastHandshakeFailure = line;
   }
 }
 

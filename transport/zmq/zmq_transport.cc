@@ -264,12 +264,15 @@ std::string HandshakeFailure::describe(bool curveHere) const {
     return "the handshake with " + who + " failed: the two ends use different security mechanisms; this node runs with "
            "security.enable = " + (curveHere ? "true (CurveZMQ), so that one probably runs without it"
                                              : "false, so that one probably runs with CurveZMQ") +
-           " (security.enable must be the same on every node: docs/security.md)";
+           " (it must be the same on every node: docs/security.md)";
+  const std::string here = std::string("this node runs with security.enable = ") + (curveHere ? "true" : "false");
+  if (kind == Kind::Vague)  // whichever end reads the other's greeting first closes: the other sees only this
+    return "the handshake with " + who + " failed: the other end closed the connection during it; if a gossipd "
+           "runs there, its security.enable probably differs (" + here + "; docs/security.md)";
   char code16[16];
   std::snprintf(code16, sizeof code16, "0x%x", code);
-  return "the handshake with " + who + " failed (ZMTP " +
-         (kind == Kind::Protocol ? "protocol error " + std::string(code16) : std::string("error")) +
-         "): is another program, or a gossipd with another security.enable, at that address?";
+  return "the handshake with " + who + " failed (ZMTP protocol error " + code16 +
+         "): is another program, or a gossipd of another version, at that address? (" + here + ")";
 }
 
 void ZmqTransport::removePeer(PeerId peer) { impl_->push(Command{Command::Type::Remove, peer, {}, nullptr}); }
