@@ -58,8 +58,9 @@ void NodeRuntime::Impl::onMembership(std::uint64_t now) {
 // before any refusal could be sent, and the joiner only said that no seed answered). One line per address
 // at once, then at most one a minute with the count since: libzmq retries every reconnect interval. With
 // mismatched mechanisms whichever end reads the other's greeting first names the mismatch and closes, and
-// the other end sees only the close (a failure without detail), on some attempts or on all of them: such a
-// failure is logged once it repeated and while nothing more specific was seen for that address.
+// the other end sees only the close (a failure without detail), on some attempts or on all of them (its
+// line names the likely cause too): such a failure is logged while nothing more specific was seen for that
+// address. A node that tried twice in its start timeout may give the other end no more than one event.
 void NodeRuntime::Impl::reportHandshakeFailures() {
   const auto failures = zmq->takeHandshakeFailures();
   if (failures.empty()) return;
@@ -68,14 +69,14 @@ void NodeRuntime::Impl::reportHandshakeFailures() {
     auto& seen = handshakeLogged[(f.incoming ? "in " : "out ") + f.endpoint];
     const bool vague = f.kind == peer::HandshakeFailure::Kind::Vague;
     ++seen.count;
-    if (!f.incoming && (!vague || lastHandshakeFailure.empty())) lastHandshakeFailure = f.describe(c.security.enable);
-    if (vague && (seen.specific || seen.count < 3)) continue;
+    const std::string line = f.describe(c.security.enable);
+    if (!f.incoming && (!vague || lastHandshakeFailure.empty())) lastHandshakeFailure = line;
+    if (vague && seen.specific) continue;
     if (!vague && !seen.specific) {
       seen.specific = true;
       seen.at = {};  // the first specific failure is logged at once
     }
     if (seen.at != Clock::time_point{} && now - seen.at < std::chrono::minutes(1)) continue;
-    const std::string line = f.describe(c.security.enable);
     memberLog->warn("{}{}", line, seen.count > 1 ? " (" + std::to_string(seen.count) + " failed handshakes so far)" : "");
     seen.at = now;
   }
