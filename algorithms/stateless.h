@@ -86,8 +86,15 @@ class DeepSqueeze : public Algorithm {
   double lr_ = 0;
 
  private:
+  // The mix of a sparse codec, in place; false (nothing done) for a dense codec. Throws RejectedMessage
+  // before x changes.
+  bool mixInPlace(std::span<const Incoming> msgs, const topology::MixingRow& row);
+
   compress::ErrorFeedback ef_;  // owns the error memory delta
-  Vec acc_;                     // next x, built aside so a rejected message leaves x untouched
+  Vec acc_;                     // dense codecs: next x, built aside so a rejected message leaves x untouched
+  std::vector<std::uint32_t> touched_;  // sparse codecs: the round's supports, own and neighbours'
+  std::vector<Real> before_;            // x at touched_[n] before the adds (first occurrences)
+  std::vector<std::uint64_t> seen_;     // d bits, all zero between rounds: an index's first occurrence
   Bytes own_;                   // this round's own message c_i as sent (k values for top-k, not d)
   Vec ownValues_;               // ownDense()'s vector, empty unless a pull needed it
   bool ownDense_ = false;

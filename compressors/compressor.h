@@ -89,6 +89,16 @@ class Compressor {
   // acc += scale * decode(payload). acc.size() must equal the payload's dim, else DecodeError.
   virtual void decodeAdd(std::span<const std::byte> payload, std::span<float> acc, double scale = 1.0) const = 0;
   virtual void decodeAdd(std::span<const std::byte> payload, std::span<double> acc, double scale = 1.0) const = 0;
+
+  // Sparse codecs (top-k, rand-k, top-k with coded values): validates the payload exactly as decodeAdd does
+  // for a vector of `dim` (DecodeError otherwise), appends to `out` every index at which decode(payload) may
+  // be nonzero and returns true; a decodeAdd of the same payload then cannot throw. Dense codecs return
+  // false and read nothing. With the support known, a mix can change its state in place and measure the
+  // change on those indices alone, instead of building the next model aside (DeepSqueeze, stateless.cc).
+  virtual bool sparseSupport(std::span<const std::byte> /*payload*/, std::uint32_t /*dim*/,
+                       std::vector<std::uint32_t>& /*out*/) const {
+    return false;
+  }
 };
 
 // User-facing description of a compressor, filled from the [compressor] config section.

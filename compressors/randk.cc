@@ -75,8 +75,28 @@ class RandK final : public detail::CodecBase<RandK> {
 
   template <class T>
   void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+    auto& idx = detail::indexScratch();
+    std::uint32_t dim = 0;
+    const auto values = parse(p, acc.size(), idx, dim);
+    const std::uint32_t k = static_cast<std::uint32_t>(idx.size());
+    const double s = unbiased_ && k > 0 ? scale * double(dim) / double(k) : scale;
+    detail::scatterAdd(values, idx, s, acc);
+  }
+
+  bool sparseSupport(std::span<const std::byte> p, std::uint32_t dim, std::vector<std::uint32_t>& out) const override {
+    auto& idx = detail::indexScratch();
+    std::uint32_t d = 0;
+    parse(p, dim, idx, d);
+    out.insert(out.end(), idx.begin(), idx.end());
+    return true;
+  }
+
+ private:
+  // Validates a payload for a vector of `accDim`: its support into idx, its dim, its value block returned.
+  std::span<const std::byte> parse(std::span<const std::byte> p, std::size_t accDim, std::vector<std::uint32_t>& idx,
+                                   std::uint32_t& dim) const {
     ByteReader r(p, "randk payload");
-    const auto h = detail::readHeader(r, codec(), acc.size());
+    const auto h = detail::readHeader(r, codec(), accDim);
     if (h.param != param())
       throw DecodeError("randk payload: header param " + std::to_string(h.param) + " (unbiased flag) differs from " +
                         std::to_string(param()));
@@ -85,13 +105,11 @@ class RandK final : public detail::CodecBase<RandK> {
     const auto values = r.take(4ull * k);
     r.expectEnd();
     detail::checkFiniteValues(values, "randk");
-    auto& idx = detail::indexScratch();
     randomSupport(seed, h.dim, k, idx);
-    const double s = unbiased_ && k > 0 ? scale * double(h.dim) / double(k) : scale;
-    detail::scatterAdd(values, idx, s, acc);
+    dim = h.dim;
+    return values;
   }
 
- private:
   std::uint16_t param() const { return unbiased_ ? 1 : 0; }
   detail::SparseCount count_;
   bool unbiased_;

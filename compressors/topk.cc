@@ -45,22 +45,35 @@ class TopK final : public detail::CodecBase<TopK> {
 
   template <class T>
   void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+    auto& idx = detail::indexScratch();
+    const auto values = parse(p, acc.size(), idx);
+    detail::scatterAdd(values, idx, scale, acc);
+  }
+
+  bool sparseSupport(std::span<const std::byte> p, std::uint32_t dim, std::vector<std::uint32_t>& out) const override {
+    auto& idx = detail::indexScratch();
+    parse(p, dim, idx);
+    out.insert(out.end(), idx.begin(), idx.end());
+    return true;
+  }
+
+ private:
+  // Validates a payload for a vector of `dim`: its indices into idx, its value block returned.
+  std::span<const std::byte> parse(std::span<const std::byte> p, std::size_t dim, std::vector<std::uint32_t>& idx) const {
     ByteReader r(p, "topk payload");
-    const auto h = detail::readHeader(r, codec(), acc.size());
+    const auto h = detail::readHeader(r, codec(), dim);
     if (h.param != 0) throw DecodeError("topk payload: unexpected header param " + std::to_string(h.param));
     const auto k = r.get<std::uint32_t>();
     if (k != count_.k(h.dim))
       throw DecodeError("topk payload: k " + std::to_string(k) + " differs from configured " +
                         std::to_string(count_.k(h.dim)));
-    auto& idx = detail::indexScratch();
     readIndices(r, h.dim, k, idx);
     const auto values = r.take(4ull * k);
     r.expectEnd();
     detail::checkFiniteValues(values, "topk");
-    detail::scatterAdd(values, idx, scale, acc);
+    return values;
   }
 
- private:
   detail::SparseCount count_;
 };
 

@@ -127,16 +127,38 @@ class TopKQuant final : public detail::CodecBase<TopKQuant<Part>> {
 
   template <class T>
   void decodeAddT(std::span<const std::byte> p, std::span<T> acc, double scale) const {
+    auto& idx = detail::indexScratch();
+    float norm = 0;
+    const auto fields = parse(p, acc.size(), idx, norm);
+    const T m = static_cast<T>(scale * static_cast<double>(norm));
+    const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
+      const std::uint32_t* at = idx.data() + first;
+      for (unsigned i = 0; i < count; ++i) acc[at[i]] += m * static_cast<T>(part_.value(codes[i]));
+    };
+    detail::visitFields(fields.data(), static_cast<std::uint32_t>(idx.size()), part_.width(), addChunk);
+  }
+
+  bool sparseSupport(std::span<const std::byte> p, std::uint32_t dim, std::vector<std::uint32_t>& out) const override {
+    auto& idx = detail::indexScratch();
+    float norm = 0;
+    parse(p, dim, idx, norm);
+    out.insert(out.end(), idx.begin(), idx.end());
+    return true;
+  }
+
+ private:
+  // Validates a payload for a vector of `dim`: its indices into idx, its norm, its packed value codes returned.
+  std::span<const std::byte> parse(std::span<const std::byte> p, std::size_t dim, std::vector<std::uint32_t>& idx,
+                                   float& norm) const {
     ByteReader r(p, Part::kName);
-    const auto h = detail::readHeader(r, codec(), acc.size());
+    const auto h = detail::readHeader(r, codec(), dim);
     detail::expectParam(h, part_.param(), Part::kName);
     const auto k = r.get<std::uint32_t>();
     if (k != count_.k(h.dim))
       throw DecodeError(std::string(Part::kName) + " payload: k " + std::to_string(k) + " differs from configured " +
                         std::to_string(count_.k(h.dim)));
-    auto& idx = detail::indexScratch();
     readIndices(r, h.dim, k, idx);
-    const float norm = part_.readNorm(r);
+    norm = part_.readNorm(r);
     const auto fields = r.take(packedBytes(k, part_.width()));
     r.expectEnd();
     detail::expectCleanPadding(fields, k, part_.width(), Part::kName);
@@ -145,15 +167,9 @@ class TopKQuant final : public detail::CodecBase<TopKQuant<Part>> {
       for (unsigned i = 0; i < count; ++i) bad |= static_cast<std::uint32_t>(!part_.valid(codes[i]));
     });
     if (bad) throw DecodeError(std::string(Part::kName) + " payload: invalid value code");
-    const T m = static_cast<T>(scale * static_cast<double>(norm));
-    const auto addChunk = [&](std::size_t first, const std::uint32_t* codes, unsigned count) {
-      const std::uint32_t* at = idx.data() + first;
-      for (unsigned i = 0; i < count; ++i) acc[at[i]] += m * static_cast<T>(part_.value(codes[i]));
-    };
-    detail::visitFields(fields.data(), k, part_.width(), addChunk);
+    return fields;
   }
 
- private:
   detail::SparseCount count_;
   Part part_;
   std::string name_;

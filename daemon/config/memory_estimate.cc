@@ -17,10 +17,18 @@ namespace {
 // "Precision and memory": the method's own vectors and Node's gradient. Per-neighbour vectors are in
 // perNeighbourVectors. Measured (docs/results.md, "100,000 simulated nodes"): DeepSqueeze top-1% on
 // Fashion-MNIST softmax, 127.6 KiB per node against 4 vectors of 7,850 floats (122.7 KiB) + messages.
+// DeepSqueeze with a sparse codec mixes on x in place (algorithms/stateless.cc): no next x, but d bits
+// to find repeated indices and the round's supports with x's values there (~ a message per sender).
+bool mixesInPlace(const Config& c) {
+  const std::string& n = c.compressor.name;
+  return c.algorithm.name == "deepsqueeze" && (n == "topk" || n == "randk" || n == "topk_natural" || n == "topk_dither");
+}
+
 double baseVectors(const Config& c) {
   const std::string& a = c.algorithm.name;
   if (a == "dpsgd") return c.compressor.name == "fp32" || c.compressor.name == "identity" ? 3 : 4;  // + C(x_i)
-  if (a == "deepsqueeze") return c.compressor_beta < 1.0 ? 6 : 4;  // x, next x, error memory, g (+ m, x aside)
+  if (a == "deepsqueeze")  // x, error memory, g (+ m, x aside); a dense codec's mix adds the next x
+    return (mixesInPlace(c) ? 3 + 1.0 / (8 * sizeof(Real)) : 4) + (c.compressor_beta < 1.0 ? 2 : 0);
   if (a == "choco") return 4;        // x, x_hat, scratch, g
   if (a == "lsgd") return 5;         // + the leader's decoded model
   if (a == "codistill") return 4;    // x, x_hat, gradient, scratch
@@ -73,6 +81,7 @@ MemoryEstimate estimateSimMemory(const Config& c, std::size_t dim, double sample
   double per_node = vectors * d * value;
   // The engine's messages: one received per neighbour, the round's outgoing one and the last round's.
   per_node += (e.average_degree + 2.0) * message_bytes;
+  if (mixesInPlace(c)) per_node += (e.average_degree + 1.0) * message_bytes;
   if (est == "saga") {
     // Linear models (logistic, least squares) keep one scalar per sample; the others a gradient per sample.
     const bool scalar = c.model.kind == "logistic" || c.model.kind == "least_squares";

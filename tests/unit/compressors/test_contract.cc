@@ -96,13 +96,27 @@ bool sameBits(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 // Decodes p into a copy of acc; true if it threw DecodeError and left the copy bit-identical.
+bool sparse(const gc::Compressor& c) {
+  return c.codec() == gc::CodecId::TopK || c.codec() == gc::CodecId::RandK || c.codec() == gc::CodecId::TopKQuant;
+}
+
+// Whether sparseSupport refuses p as decodeAdd does (sparse codecs), or declines without reading (the others).
+bool supportRefuses(const gc::Compressor& c, std::span<const std::byte> p, std::size_t dim) {
+  std::vector<std::uint32_t> idx;
+  try {
+    return !c.sparseSupport(p, static_cast<std::uint32_t>(dim), idx) && !sparse(c) && idx.empty();
+  } catch (const DecodeError&) {
+    return sparse(c) && idx.empty();
+  }
+}
+
 template <class T>
 bool rejected(const gc::Compressor& c, std::span<const std::byte> p, const std::vector<T>& acc) {
   auto work = acc;
   try {
     c.decodeAdd(p, std::span<T>(work), 1.0);
   } catch (const DecodeError&) {
-    return sameBits(work, acc);
+    return sameBits(work, acc) && supportRefuses(c, p, acc.size());
   }
   return false;
 }
@@ -159,6 +173,20 @@ void checkRoundTrip(const gc::Compressor& c, const std::vector<double>& x) {
   }
   CHECK(err <= 10 * norm);  // loose: the per-codec bounds are in test_quantizers.cc / test_sparse_codecs.cc
   if (c.codec() == gc::CodecId::Fp32) CHECK(err == 0);
+  // A sparse codec's support holds every index the payload decodes to nonzero at, and no other entry of acc
+  // may have changed (the in-place mix of algorithms/stateless.cc relies on it).
+  std::vector<std::uint32_t> idx;
+  CHECK(c.sparseSupport(e.view(), d, idx) == sparse(c));
+  std::vector<bool> in(d, false);
+  for (std::uint32_t i : idx) {
+    REQUIRE(i < d);
+    in[i] = true;
+  }
+  if (sparse(c)) {
+    CHECK(idx.size() <= d);
+    for (std::size_t i = 0; i < d; ++i)
+      if (acc[i] != T(0)) CHECK(in[i]);
+  }
 }
 
 template <class T>

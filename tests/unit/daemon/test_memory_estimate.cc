@@ -31,9 +31,15 @@ TEST_CASE("the estimate per node is the documented list of state vectors - the m
   c.compressor.name = "topk";
   const double d = 7850, msg = 640;
   auto e = estimateSimMemory(c, 7850, 60, msg, 0);
-  CHECK(e.vectors_per_node == 4);  // x, next x, error memory, g: no per-neighbour vectors
-  CHECK(e.per_node_bytes == doctest::Approx(4 * d * sizeof(Real) + 6 * msg + 4096));
+  // x, error memory, g and d bits (top-k mixes in place: no next x), no per-neighbour vectors; the
+  // messages, and the mix's supports with x's values there (about a message per sender).
+  const double v = 3 + 1.0 / (8 * sizeof(Real));
+  CHECK(e.vectors_per_node == doctest::Approx(v));
+  CHECK(e.per_node_bytes == doctest::Approx(v * d * sizeof(Real) + 6 * msg + 5 * msg + 4096));
   CHECK(e.bytes == doctest::Approx(1000 * e.per_node_bytes));
+  c.compressor.name = "qsgd";  // a dense codec: the next x is built aside
+  CHECK(estimateSimMemory(c, 7850, 60, msg, 0).vectors_per_node == 4);
+  c.compressor.name = "topk";
   c.algorithm.name = "choco";  // + a replica per neighbour
   CHECK(estimateSimMemory(c, 7850, 60, msg, 0).vectors_per_node == 4 + 4);
   c.algorithm.name = "lead";  // + h_j and e_ij per neighbour
