@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the algorithm classes: decoding messages into dense vectors and walking a round's
 // neighbour list against the messages that actually arrived.
+#include <cmath>
 #include <optional>
 #include <span>
 #include <string>
@@ -8,9 +9,22 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "compressors/cast.h"
 #include "core/error.h"
 
 namespace gossip::algo::detail {
+
+// mixArrivedFp32's lists, per thread: the simulator mixes its nodes on a pool of threads, and a round
+// should not allocate.
+struct Fp32MixScratch {
+  std::vector<std::span<const std::byte>> bodies;
+  std::vector<double> weights;
+  std::vector<PeerId> senders;
+};
+inline Fp32MixScratch& fp32Scratch() {
+  thread_local Fp32MixScratch s;
+  return s;
+}
 
 // The message from `from` in msgs, if any.
 inline const Incoming* findIncoming(std::span<const Incoming> msgs, PeerId from) {
@@ -64,6 +78,41 @@ inline void mixArrived(const compress::Compressor& c, std::span<const Incoming> 
   for (const auto& [j, w] : row.neighbors)
     if (const Incoming* m = findIncoming(msgs, j)) decodeAddFrom(c, *m, acc, w);
 }
+
+// mixArrived for the fp32 codec with float32 state (exactForState), where own is x itself: the same acc bit
+// for bit, in one pass over the model (compressors/cast.h, fp32Mix); returns || acc - own || (the round's
+// disagreement), which mixArrived's callers compute in a pass of their own. A payload that does not decode
+// throws RejectedMessage naming its sender; acc is scratch until the caller swaps it in.
+// Only in the float32 build (core/real.h): the float64 build's state is never what fp32 carries.
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec& own, Vec& acc) {
+  double selfWeight = row.self;
+  std::vector<std::span<const std::byte>>& bodies = fp32Scratch().bodies;
+  std::vector<double>& weights = fp32Scratch().weights;
+  std::vector<PeerId>& senders = fp32Scratch().senders;
+  bodies.clear(), weights.clear(), senders.clear();
+  const auto dim = static_cast<std::size_t>(own.size());
+  for (const auto& [j, w] : row.neighbors) {
+    const Incoming* m = findIncoming(msgs, j);
+    if (!m) {
+      selfWeight += w;
+      continue;
+    }
+    try {
+      bodies.push_back(compress::fp32Body(m->payload, dim));
+    } catch (const DecodeError& e) {
+      throw RejectedMessage(m->from, e.what());
+    }
+    weights.push_back(w);
+    senders.push_back(m->from);
+  }
+  if (acc.size() != own.size()) acc.resize(own.size());
+  const auto r = compress::fp32Mix(static_cast<float>(selfWeight), {own.data(), dim}, bodies, weights,
+                                   {acc.data(), dim});
+  if (r.bad < senders.size()) throw RejectedMessage(senders[r.bad], "non-finite value in fp32 payload");
+  return std::sqrt(r.squared_change);
+}
+#endif
 
 // Validation pass of the replica methods: the message of every neighbour of the row must be present
 // (ProtocolError otherwise), come from the edge's incarnation and pass checkPayload(message), which throws

@@ -35,8 +35,17 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
   // Missing neighbours fold their weight into the self weight (replace-with-own). The mixed model is built
   // in acc_ and only swapped in once every message decoded.
   const Vec& own = ownIsX_ ? x_ : own_;  // C(x_i) as the neighbours decode it
-  detail::mixArrived(c_, msgs, row, own, acc_);  // acc_ = sum_j w_ij C(x_j), missing ones C(x_i)
-  disagreement_ = training::norm64(acc_ - own);
+  // acc_ = sum_j w_ij C(x_j), missing ones C(x_i); with fp32 and float32 state in one pass with the
+  // disagreement (the same acc_ bit for bit).
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+  if (ownIsX_) {
+    disagreement_ = detail::mixArrivedFp32(msgs, row, own, acc_);
+  } else
+#endif
+  {
+    detail::mixArrived(c_, msgs, row, own, acc_);
+    disagreement_ = training::norm64(acc_ - own);
+  }
   // x = acc - lr g (Node keeps g unchanged between prepare and apply; empty: a zero gradient, no pass).
   if (g_->size() != 0) acc_ -= lr_ * *g_;
   if (pullTo) acc_ -= pull * (own - *pullTo);

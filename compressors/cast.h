@@ -6,12 +6,34 @@
 // is to nearest even; finite values beyond the format's range saturate to its largest finite value,
 // inf/NaN stay non-finite and are rejected by the decoder (compressors/half.h). Quality: contraction
 // delta = 1 - u^2 with u the unit roundoff (2^-11 fp16, 2^-8 bf16), for values in the normal range.
+#include <cstddef>
 #include <memory>
+#include <span>
 
 #include "compressors/compressor.h"
 
 namespace gossip::compress {
 std::unique_ptr<Compressor> makeFp32(const CompressorSpec& spec);
+
+// The fp32 codec's payloads carry the values themselves, so a stateless mix of several can run in one
+// pass over the model (D-PSGD with float32 state, algorithms/mixing.h) instead of a scaled copy, then a
+// validation pass and an add pass per neighbour, then a pass for the disagreement.
+//
+// fp32Body: the value bytes of an fp32 payload for a vector of `dim`, its header and length checked as
+// decodeAdd checks them (DecodeError otherwise); the values' finiteness is checked by fp32Mix.
+std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::size_t dim);
+// out = self·own + Σ_k weights[k]·bodies[k], with the operations (float products and sums, in this order)
+// of out = self·own followed by decodeAdd of each payload, so bit for bit that result; returns Σ_i (out_i -
+// own_i)² in double. Runs over blocks that stay in cache, so each vector is read or written once. If a
+// body holds a non-finite value, returns the index of the first such body in `bad` (out is then
+// unspecified: the caller's scratch); bad = bodies.size() otherwise. out and own have the bodies' length.
+struct Fp32MixResult {
+  double squared_change = 0;
+  std::size_t bad = 0;
+};
+Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
+                      std::span<const double> weights, std::span<float> out);
+
 std::unique_ptr<Compressor> makeFp16(const CompressorSpec& spec);
 std::unique_ptr<Compressor> makeBf16(const CompressorSpec& spec);
 }  // namespace gossip::compress

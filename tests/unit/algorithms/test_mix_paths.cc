@@ -1,11 +1,15 @@
-// DeepSqueeze's mix in place (algorithms/stateless.cc, mixInPlace): with a sparse codec the messages are
-// added to x itself, and the disagreement is measured on the union of the supports. The oracle is the same
-// class on the dense path, forced by a codec that forwards every call to the sparse one but hides its
-// support: the models must be bit for bit equal, the disagreements equal to rounding, a bad message refused
-// with x unchanged on both.
+// The stateless methods' fast mixes (algorithms/stateless.cc), each against the general path it replaces:
+//  - DeepSqueeze with a sparse codec adds the messages to x in place and measures the disagreement on the
+//    union of the supports. Oracle: the same class on the dense path, forced by a codec that forwards every
+//    call to the sparse one but hides its support.
+//  - D-PSGD with fp32 and float32 state mixes in one blocked pass (compressors/cast.h, fp32Mix). Oracle:
+//    the scaled copy and one decodeAdd per message, computed here.
+// Models bit for bit equal, disagreements equal to rounding, a bad message refused with x unchanged.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -108,3 +112,62 @@ TEST_CASE("deepsqueeze: the in-place mix of a sparse codec equals the dense path
     CHECK(a == b);
   }
 }
+
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+TEST_CASE("dpsgd fp32: the one-pass mix equals a scaled copy plus a decodeAdd per message bit for bit") {
+  constexpr Eigen::Index d = 3 * 4096 + 1001;  // several blocks and a partial one
+  const auto c = compress::makeCompressor({.name = "fp32"});
+  Rng rng(11);
+  const algo::AlgorithmParams p{.name = "dpsgd", .seed = 5};
+  auto node = algo::makeAlgorithm(p, *c, 0, randomVec(rng, d, 1.0));
+  const topology::MixingRow row{.self = 0.35, .neighbors = {{1, 0.3}, {4, 0.2}, {9, 0.15}}};
+  for (Round t = 0; t < 6; ++t) {
+    CAPTURE(t);
+    const Vec g = t % 2 ? randomVec(rng, d, 0.5) : Vec();  // empty: a zero gradient (model mode)
+    compress::Encoded own;
+    node->prepare(t, g, 0.05, own);
+    std::vector<compress::Encoded> theirs(3);
+    for (auto& e : theirs) encodeVec(*c, randomVec(rng, d, 3.0), rng, e);
+    // Neighbour 9 is missing in even rounds: its weight goes to the node's own model.
+    std::vector<algo::Incoming> msgs{{1, 0, theirs[0].view()}, {4, 0, theirs[1].view()}};
+    if (t % 2) msgs.push_back({9, 0, theirs[2].view()});
+    const Vec x = node->x();
+    Vec want = static_cast<Real>(row.self + (t % 2 ? 0.0 : 0.15)) * x;
+    c->decodeAdd(theirs[0].view(), std::span<Real>(want.data(), d), 0.3);
+    c->decodeAdd(theirs[1].view(), std::span<Real>(want.data(), d), 0.2);
+    if (t % 2) c->decodeAdd(theirs[2].view(), std::span<Real>(want.data(), d), 0.15);
+    const double disagreement = (want - x).cast<double>().norm();
+    if (g.size()) want -= static_cast<Real>(0.05) * g;
+
+    if (t == 3) {  // a NaN in the last block of neighbour 4, then a short payload from 1: refused, x unchanged
+      compress::Encoded nan = theirs[1];
+      const float bad = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(nan.bytes.data() + nan.bytes.size() - 8, &bad, 4);
+      std::vector<algo::Incoming> badMsgs = msgs;
+      badMsgs[1].payload = nan.view();
+      try {
+        node->apply(t, badMsgs, row);
+        FAIL("a NaN was mixed");
+      } catch (const algo::RejectedMessage& e) {
+        CHECK(e.from == 4);
+      }
+      CHECK((node->x().array() == x.array()).all());
+      compress::Encoded shortOne = theirs[0];
+      shortOne.bytes.pop_back();
+      badMsgs = msgs;
+      badMsgs[0].payload = shortOne.view();
+      try {
+        node->apply(t, badMsgs, row);
+        FAIL("a short payload was mixed");
+      } catch (const algo::RejectedMessage& e) {
+        CHECK(e.from == 1);
+      }
+      CHECK((node->x().array() == x.array()).all());
+    }
+    node->apply(t, msgs, row);
+    REQUIRE((node->x().array() == want.array()).all());
+    REQUIRE(disagreement > 1.0);
+    CHECK(node->disagreement() == doctest::Approx(disagreement).epsilon(1e-12));
+  }
+}
+#endif
