@@ -2,6 +2,8 @@
 // with the object unchanged) and divergence detection.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "cases.h"
 
 using namespace gossip;
@@ -110,4 +112,26 @@ TEST_CASE("divergence: a huge step size ends with DivergedError naming the round
     CHECK((msg.find("algorithm.gamma") != std::string::npos) == (c.algo == "choco"));
   }
   static_assert(std::is_base_of_v<ConfigError, DivergedError>);  // so the CLI exits 2
+}
+
+TEST_CASE("divergence: one NaN or inf anywhere in the model is caught before it is sent") {
+  const Problem p = makeRidge(4, 8, 20, 1e-2, 33);
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()}) {
+    for (const Eigen::Index at : {Eigen::Index{0}, Eigen::Index{5}, Eigen::Index{7}}) {
+      CAPTURE(bad);
+      CAPTURE(at);
+      CaseEnv env(allCases()[0], p, 0.1);
+      MiniNet net(4, env.factory());
+      net.round(0);
+      net.nodes().at(2)->algorithm().x()[at] = static_cast<Real>(bad);
+      std::string msg;
+      try {
+        net.round(1);
+      } catch (const DivergedError& e) {
+        msg = e.what();
+      }
+      CHECK(msg.find("training diverged at round 1: the model became non-finite") == 0);
+    }
+  }
 }
