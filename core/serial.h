@@ -26,7 +26,7 @@ template <class T>
   requires std::is_trivially_copyable_v<T>
 void putArray(ByteWriter& w, std::span<const T> v) {
   w.put<std::uint64_t>(v.size());
-  if (!v.empty()) std::memcpy(w.reserveTail(v.size_bytes()), v.data(), v.size_bytes());
+  w.append(std::as_bytes(v));
 }
 
 template <class T>

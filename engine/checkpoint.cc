@@ -74,17 +74,6 @@ void checkBody(const Header& h, std::span<const std::byte> body, const std::stri
   throw IoError("checkpoint: cannot " + what + " " + p.string() + ": " + std::strerror(errno));
 }
 
-void writeAll(int fd, std::span<const std::byte> data, const std::filesystem::path& p) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ioFail("write", p);
-    }
-    data = data.subspan(static_cast<std::size_t>(n));
-  }
-}
-
 // Reads exactly out.size() bytes; false on a short file.
 bool readAll(int fd, std::span<std::byte> out, const std::filesystem::path& p) {
   while (!out.empty()) {
@@ -107,17 +96,18 @@ struct Fd {
   }
 };
 
-Bytes encodeHeader(std::span<const std::byte> body) {
+Bytes encodeHeader(std::uint64_t bodyBytes, std::uint32_t bodyCrc) {
   Bytes out;
   ByteWriter w(out);
   std::memcpy(w.reserveTail(sizeof kMagic), kMagic, sizeof kMagic);
   w.put<std::uint32_t>(kCheckpointVersion);
   w.put<std::uint32_t>(kOwnFlags);
-  w.put<std::uint64_t>(body.size());
-  w.put<std::uint32_t>(crc32c(body));
+  w.put<std::uint64_t>(bodyBytes);
+  w.put<std::uint32_t>(bodyCrc);
   w.put<std::uint32_t>(crc32c(out));
   return out;
 }
+Bytes encodeHeader(std::span<const std::byte> body) { return encodeHeader(body.size(), crc32c(body)); }
 
 }  // namespace
 
@@ -136,35 +126,34 @@ Bytes unwrapCheckpoint(std::span<const std::byte> file, const std::string& name)
   return Bytes(body.begin(), body.end());
 }
 
+CheckpointFile::CheckpointFile(std::filesystem::path path) : file_(std::move(path), /*uniqueTemp=*/true) {
+  const Bytes placeholder(kCheckpointHeaderBytes);  // zeros: no valid magic until finish()
+  file_.write(placeholder);
+}
+
+void CheckpointFile::write(std::span<const std::byte> bytes) {
+  GOSSIP_CHECK(!finished_, "checkpoint body written after finish");
+  crc_ = crc32cUpdate(crc_, bytes);
+  bodyBytes_ += bytes.size();
+  file_.write(bytes);
+}
+
+void CheckpointFile::finish() {
+  GOSSIP_CHECK(!finished_, "checkpoint finished twice");
+  file_.writeAt(0, encodeHeader(bodyBytes_, crc_));
+  finished_ = true;
+}
+
+void CheckpointFile::commit() {
+  GOSSIP_CHECK(finished_, "checkpoint committed before finish");
+  file_.commit(true);
+}
+
 void writeCheckpoint(const std::filesystem::path& path, std::span<const std::byte> body) {
-  auto tmp = path;
-  tmp += ".tmp";
-  const Bytes header = encodeHeader(body);
-  {
-    Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    if (f.fd < 0) ioFail("create", tmp);
-    try {
-      // Header and body written separately: no copy of a possibly large body.
-      writeAll(f.fd, header, tmp);
-      writeAll(f.fd, body, tmp);
-      if (::fsync(f.fd) != 0) ioFail("fsync", tmp);
-    } catch (...) {
-      ::unlink(tmp.c_str());
-      throw;
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    errno = e;
-    ioFail("rename " + tmp.string() + " to", path);
-  }
-  // The rename is durable only once the directory entry is.
-  auto dir = path.parent_path();
-  if (dir.empty()) dir = ".";
-  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (d.fd < 0) ioFail("open directory", dir);
-  if (::fsync(d.fd) != 0) ioFail("fsync directory", dir);
+  CheckpointFile f(path);
+  f.write(body);
+  f.finish();
+  f.commit();
 }
 
 Bytes readCheckpoint(const std::filesystem::path& path) {

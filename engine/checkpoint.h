@@ -14,14 +14,18 @@
 // readCheckpoint checks the file size against N before allocating, then both checksums, and throws
 // DataError naming the file and what is wrong (truncated, bad magic, unknown version, checksum mismatch, state of the other precision).
 //
-// writeCheckpoint: write to "<path>.tmp", fsync it, rename over <path>, fsync the directory, so a crash
-// at any moment leaves either the old or the new file, never a torn one.
+// Writing: a temp file beside <path> (engine/atomic_file.h), fsync, rename over <path>, fsync of the
+// directory, so a crash at any moment leaves either the old or the new file, never a torn one.
+// CheckpointFile streams the body to the temp file as it is serialized (the header, whose checksums are
+// known only at the end, is written last over a placeholder), so a 100M-parameter state is never held
+// twice in memory; the fsync and rename (commit) may run later, on another thread.
 #include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
 
 #include "core/bytes.h"
+#include "engine/atomic_file.h"
 
 namespace gossip::engine {
 
@@ -32,6 +36,26 @@ inline constexpr std::size_t kCheckpointHeaderBytes = 32;
 Bytes wrapCheckpoint(std::span<const std::byte> body);
 // Validates a whole container and returns its body; `name` is used in error messages.
 Bytes unwrapCheckpoint(std::span<const std::byte> file, const std::string& name);
+
+// A checkpoint written as its body is serialized: a ByteSink for a streaming ByteWriter (core/bytes.h).
+// write() appends body bytes (crc32c computed on the way), finish() writes the header, commit() makes the
+// file durable under <path>. Destroyed before commit: nothing is left (the temp file is removed). Its
+// temp file is "<path>.<n>.tmp" (AtomicFile::isTempOf). IoError on any failure. One thread at a time.
+class CheckpointFile final : public ByteSink {
+ public:
+  explicit CheckpointFile(std::filesystem::path path);
+  void write(std::span<const std::byte> bytes) override;
+  void finish();
+  void commit();
+  const std::filesystem::path& path() const { return file_.target(); }
+  std::uint64_t bodyBytes() const { return bodyBytes_; }
+
+ private:
+  AtomicFile file_;
+  std::uint64_t bodyBytes_ = 0;
+  std::uint32_t crc_ = 0;
+  bool finished_ = false;
+};
 
 void writeCheckpoint(const std::filesystem::path& path, std::span<const std::byte> body);
 Bytes readCheckpoint(const std::filesystem::path& path);

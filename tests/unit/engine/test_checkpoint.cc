@@ -65,7 +65,7 @@ TEST_CASE("checkpoint round trip through a file - atomically replaced") {
     CHECK(readCheckpoint(path) == body);
     CHECK(unwrapCheckpoint(wrapCheckpoint(body), "mem") == body);
     CHECK(fs::file_size(path) == kCheckpointHeaderBytes + n);
-    CHECK_FALSE(fs::exists(dir / "node.ckpt.tmp"));
+    CHECK_FALSE(fs::exists(dir / "node.ckpt.tmp"));  // nor any other temp file: the count below
   }
   // Exactly the file and nothing else in the directory.
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
@@ -78,6 +78,48 @@ TEST_CASE("checkpoint round trip through a file - atomically replaced") {
   REQUIRE(raw.size() == wrapped.size());
   CHECK(std::memcmp(raw.data(), wrapped.data(), raw.size()) == 0);
   CHECK(raw.substr(0, 8) == "GSPDCKPT");
+}
+
+TEST_CASE("a checkpoint streamed through a ByteWriter in pieces is the file written whole") {
+  TempDir dir;
+  const auto path = dir / "streamed.ckpt";
+  const Bytes small = randomBody(300, 1), big = randomBody(5000, 2);
+  const auto fill = [&](ByteWriter& w) {
+    w.put<std::uint32_t>(7);
+    w.append(small);                                       // below the flush size: buffered
+    w.append(big);                                         // above it: straight to the file
+    std::memcpy(w.reserveTail(small.size()), small.data(), small.size());
+    for (int i = 0; i < 3000; ++i) w.put<std::uint8_t>(static_cast<std::uint8_t>(i));  // flushes on the way
+  };
+  Bytes whole;
+  ByteWriter ww(whole);
+  fill(ww);
+  {
+    CheckpointFile f(path);
+    Bytes buffer;
+    ByteWriter w(buffer, f, 1024);
+    fill(w);
+    w.flush();
+    CHECK(w.size() == whole.size());
+    CHECK(f.bodyBytes() == whole.size());
+    CHECK_FALSE(fs::exists(path));  // not under its name before the commit
+    f.finish();
+    f.commit();
+  }
+  CHECK(readCheckpoint(path) == whole);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
+  {  // destroyed before its commit: nothing is left, the old file stays
+    CheckpointFile f(path);
+    f.write(small);
+    f.finish();
+  }
+  CHECK(readCheckpoint(path) == whole);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
+  CHECK(AtomicFile::isTempOf("streamed.ckpt.12.tmp", "streamed.ckpt"));
+  CHECK(AtomicFile::isTempOf("streamed.ckpt.tmp", "streamed.ckpt"));
+  CHECK_FALSE(AtomicFile::isTempOf("streamed.ckpt.1a.tmp", "streamed.ckpt"));
+  CHECK_FALSE(AtomicFile::isTempOf("streamed.ckpt..tmp", "streamed.ckpt"));
+  CHECK_FALSE(AtomicFile::isTempOf("streamed.ckpt.12", "streamed.ckpt"));
 }
 
 TEST_CASE("checkpoint write and read errors name the path") {
