@@ -60,11 +60,11 @@ CheckpointStore::RunHead CheckpointStore::readRunHead(ByteReader& r) {
 }
 
 std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const {
-  // A write cut by a crash leaves ckpt-R.gsc.tmp, as large as a checkpoint and never read: remove them
-  // (only this node writes here, under the data directory's lock).
+  // A write cut by a crash leaves a temp file as large as a checkpoint and never read: remove them
+  // (only this node writes here, under the data directory's lock, and it writes nothing before this).
   for (const auto& e : fs::directory_iterator(dir_)) {
     const std::string name = e.path().filename().string();
-    if (name.ends_with(".gsc.tmp") && roundOf(fs::path(name.substr(0, name.size() - 4)))) {
+    if (isCutShortWrite(name)) {
       std::error_code ec;
       if (fs::remove(e.path(), ec)) log_->info("removed {}, a checkpoint write cut short", e.path().string());
     }
@@ -94,20 +94,65 @@ std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<
 }
 
 void CheckpointStore::write(Round next, std::span<const std::byte> body) const {
-  engine::writeCheckpoint(dir_ / fileName(next), body);
+  const auto file = begin(next);
+  file->write(body);
+  file->finish();
+  commit(*file);
+}
+
+std::unique_ptr<engine::CheckpointFile> CheckpointStore::begin(Round next) const {
+  return std::make_unique<engine::CheckpointFile>(dir_ / fileName(next));
+}
+
+void CheckpointStore::commit(engine::CheckpointFile& file) const {
+  file.commit();
   const auto all = list();
   for (std::size_t k = keep_; k < all.size(); ++k) fs::remove(all[k].second);
+}
+
+bool CheckpointStore::isCutShortWrite(std::string_view name) {
+  // The checkpoint's own name is what precedes ".tmp" or ".<n>.tmp".
+  if (!name.ends_with(".tmp")) return false;
+  std::string_view base = name.substr(0, name.size() - 4);
+  if (!base.ends_with(".gsc")) {
+    const auto dot = base.rfind('.');
+    if (dot == std::string_view::npos) return false;
+    base = base.substr(0, dot);
+  }
+  return roundOf(fs::path(std::string(base))) && engine::AtomicFile::isTempOf(name, base);
+}
+
+void writeRunState(ByteWriter& w, PeerId id, Round next, const std::function<void(ByteWriter&)>& save) {
+  serial::putTag(w, kRunStateTag);
+  w.put<std::uint32_t>(id);
+  w.put<std::uint64_t>(next);
+  save(w);
 }
 
 Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save, std::size_t reserve) {
   Bytes body;
   body.reserve(reserve);
   ByteWriter w(body);
-  serial::putTag(w, kRunStateTag);
-  w.put<std::uint32_t>(id);
-  w.put<std::uint64_t>(next);
-  save(w);
+  writeRunState(w, id, next, save);
   return body;
+}
+
+CheckpointJob streamCheckpoint(const CheckpointStore& store, const fs::path& modelDir, PeerId id, Round next,
+                               const std::function<void(ByteWriter&)>& save, std::span<const Real> x,
+                               nlohmann::json meta) {
+  CheckpointJob job;
+  job.next = next;
+  job.state = store.begin(next);
+  {
+    Bytes buffer;
+    ByteWriter w(buffer, *job.state);
+    writeRunState(w, id, next, save);
+    w.flush();
+  }
+  job.state->finish();
+  job.model = beginModel(modelDir, x);
+  job.meta = std::move(meta);
+  return job;
 }
 
 CheckpointWriter::CheckpointWriter(const CheckpointStore& store, fs::path modelDir, Background& background,
@@ -117,7 +162,16 @@ CheckpointWriter::CheckpointWriter(const CheckpointStore& store, fs::path modelD
       background_(background),
       nowMs_(std::move(nowMs)),
       log_(std::move(log)),
-      queue_(background, [this](CheckpointJob& job) { write(job); }) {}
+      queue_(background, [this](CheckpointJob& job) { write(job); }) {
+  // model.npy's temp files of writes a crash cut short (each as large as the model; nothing else writes
+  // model.npy, and this node holds the data directory's lock).
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(modelDir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (engine::AtomicFile::isTempOf(name, "model.npy") && fs::remove(e.path(), ec))
+      log_->info("removed {}, a model write cut short", e.path().string());
+  }
+}
 
 CheckpointWriter::~CheckpointWriter() { background_.drain(); }
 
@@ -151,8 +205,9 @@ CheckpointWriter::Written CheckpointWriter::written() const {
 // inline write's error did); later checkpoints are still tried.
 void CheckpointWriter::write(CheckpointJob& job) {
   try {
-    store_.write(job.next, job.body);
-    writeModel(modelDir_, job.model, job.meta);
+    store_.commit(*job.state);
+    job.model->commit();
+    writeMeta(modelDir_, job.meta);
     const std::uint64_t at = nowMs_();
     std::lock_guard lock(mutex_);
     written_ = {job.next, at};

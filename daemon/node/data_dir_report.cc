@@ -76,7 +76,7 @@ void checkpoints(const fs::path& dir, json& report) {
     const std::string name = e.path().filename().string();
     if (const auto r = CheckpointStore::roundOf(e.path())) {
       found.emplace_back(*r, e.path());
-    } else if (name.ends_with(".gsc") || name.ends_with(".gsc.tmp")) {
+    } else if (name.ends_with(".gsc") || CheckpointStore::isCutShortWrite(name)) {
       ignored.push_back(name);
     }
   }

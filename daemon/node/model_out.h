@@ -4,6 +4,7 @@
 // are written atomically (temp file, fsync, rename, fsync of the directory): a reader sees the old model
 // or the new one, never a torn file. IoError naming the path on failure.
 #include <filesystem>
+#include <memory>
 #include <span>
 
 #include <nlohmann/json.hpp>
@@ -12,10 +13,17 @@
 
 #include "core/bytes.h"
 #include "core/real.h"
+#include "engine/atomic_file.h"
 
 namespace gossip::daemon {
 
 void writeModel(const std::filesystem::path& dir, std::span<const Real> x, const nlohmann::json& meta);
+// The two halves of writeModel, for a checkpoint (daemon/node/checkpoint_store.h): beginModel writes
+// model.npy's bytes to a temp file of its own on the caller's thread (no copy of x is kept), and the
+// returned file's commit() makes it durable under dir/model.npy, on the writer's thread; writeMeta writes
+// model.json atomically and durably.
+std::unique_ptr<engine::AtomicFile> beginModel(const std::filesystem::path& dir, std::span<const Real> x);
+void writeMeta(const std::filesystem::path& dir, const nlohmann::json& meta);
 
 // The .npy bytes of a state vector: <f4 in the float32 build, <f8 in the float64 one (exposed for tests).
 Bytes npyBytes(std::span<const Real> x);

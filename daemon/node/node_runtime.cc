@@ -123,20 +123,19 @@ void NodeRuntime::Impl::finish(NodeState end) {
   checkpoint(engine->nextRound());
 }
 
-// Serialized here (the state changes next round), written on the background (checkpoint_store.h).
+// Streamed to temp files here (the state changes next round), committed on the background
+// (checkpoint_store.h): no copy of the state is held.
 void NodeRuntime::Impl::checkpoint(Round next) {
-  CheckpointJob job;
-  job.next = next;
-  job.body = runStateBody(id, next, [this](ByteWriter& w) { engine->node().save(w); }, checkpointBytes + 4096);
-  checkpointBytes = job.body.size();
+  checkpointWriter->rethrowFailure();
   const auto& x = engine->node().algorithm().x();
-  job.model.assign(x.data(), x.data() + x.size());
   const bool named = bridge && bridge->layout() && !bridge->layout()->tensors.empty();
-  job.meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()},
-                                     {"layout", named ? "model_layout.json" : "the trainer's flat parameter vector"},
-                                     {"round", next}, {"node", id}, {"incarnation", incarnation}}
-                    : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
-  checkpointWriter->submit(std::move(job));
+  auto meta = bridge ? nlohmann::json{{"model", "external"}, {"dim", x.size()},
+                                      {"layout", named ? "model_layout.json" : "the trainer's flat parameter vector"},
+                                      {"round", next}, {"node", id}, {"incarnation", incarnation}}
+                     : modelMeta(c, *problem->model, problem->train, next, id, incarnation);
+  checkpointWriter->submit(streamCheckpoint(checkpoints, dir, id, next,
+                                            [this](ByteWriter& w) { engine->node().save(w); },
+                                            {x.data(), static_cast<std::size_t>(x.size())}, std::move(meta)));
 }
 
 // What the node learned since the last pass from elsewhere: a finished periodic evaluation, or the

@@ -92,7 +92,6 @@ struct NodeRuntime::Impl {
   std::unique_ptr<Background> background = std::make_unique<ThreadBackground>();
   CheckpointStore checkpoints{dir / "checkpoints", c.node.keep_checkpoints, nodeLog};
   std::unique_ptr<CheckpointWriter> checkpointWriter;  // once the newest checkpoint was loaded
-  std::size_t checkpointBytes = 0;                     // the last checkpoint body's size: the next one's reserve
   std::unique_ptr<PeriodicEvaluation> evaluation;      // with monitor.eval_every and a test set
   std::unique_ptr<peer::ZmqTransport> zmq;
   std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)

@@ -3,11 +3,13 @@
 // executor (at most one checkpoint waiting, drain, a write's error back on the caller's thread).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +23,7 @@
 #include "daemon/node/background.h"
 #include "daemon/node/checkpoint_store.h"
 #include "daemon/node/evaluation.h"
+#include "daemon/node/model_out.h"
 #include "engine/checkpoint.h"
 
 using namespace gossip;
@@ -63,8 +66,25 @@ std::vector<Round> rounds(const CheckpointStore& s) {
   return out;
 }
 
-CheckpointJob job(PeerId id, Round next) {
-  return {next, body(id, next, next * 10), std::vector<Real>{Real(next), -1.0f}, {{"round", next}}};
+// A checkpoint streamed to its temp files as the node thread does (the state: one u64, next * 10).
+CheckpointJob job(const CheckpointStore& store, const fs::path& dir, PeerId id, Round next) {
+  const std::vector<Real> x{Real(next), Real(-1)};
+  return streamCheckpoint(store, dir, id, next, [&](ByteWriter& w) { w.put<std::uint64_t>(next * 10); }, x,
+                          {{"round", next}});
+}
+
+// Files in dir whose name ends in ".tmp".
+std::vector<std::string> temps(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().ends_with(".tmp")) out.push_back(e.path().filename().string());
+  return out;
+}
+
+Bytes fileBytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return Bytes(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size());
 }
 
 }  // namespace
@@ -167,14 +187,14 @@ TEST_CASE("the writer on the inline executor: written at once - model files besi
   CheckpointWriter w(store, d.path, inline_, [&] { return clock; }, logging::nullLogger());
   CHECK(w.written().round == 0);
   CHECK(!w.written().atMs);
-  w.submit(job(1, 5));
+  w.submit(job(store, d.path, 1, 5));
   CHECK(w.written().round == 5);
   CHECK(w.written().atMs == std::uint64_t{1000});
   CHECK(fs::exists(d.path / "model.npy"));
   CHECK(fs::exists(d.path / "model.json"));
   clock = 2000;
-  w.submit(job(1, 10));
-  w.submit(job(1, 15));
+  w.submit(job(store, d.path, 1, 10));
+  w.submit(job(store, d.path, 1, 15));
   CHECK(rounds(store) == std::vector<Round>{15, 10});
   CHECK(w.written().round == 15);
   CHECK(w.written().atMs == std::uint64_t{2000});
@@ -226,15 +246,17 @@ TEST_CASE("the writer on a worker thread: one write running - one waiting - a ne
     Gate& g;
     ~Release() { g.release(); }
   } release{gate};
-  w.submit(job(1, 1));
+  w.submit(job(store, d.path, 1, 1));
   REQUIRE(gate.waitHeld());  // the worker is inside round 1's write
-  w.submit(job(1, 2));       // waits
-  w.submit(job(1, 3));       // replaces 2
-  w.submit(job(1, 4));       // replaces 3
+  w.submit(job(store, d.path, 1, 2));       // waits
+  w.submit(job(store, d.path, 1, 3));       // replaces 2
+  w.submit(job(store, d.path, 1, 4));       // replaces 3
   CHECK(w.written().round == 0);  // round 1 is not reported before its write is done
   gate.release();
   w.drain();
-  CHECK(rounds(store) == std::vector<Round>{4, 1});  // 2 and 3 were never written
+  CHECK(rounds(store) == std::vector<Round>{4, 1});  // 2 and 3 were never committed...
+  CHECK(temps(d.path / "checkpoints").empty());        // ...and their streamed files are gone
+  CHECK(temps(d.path).empty());
   CHECK(w.written().round == 4);
   CHECK(w.written().atMs == std::uint64_t{7});
 }
@@ -244,15 +266,72 @@ TEST_CASE("a write's error comes back on the node thread - once") {
   ThreadBackground worker;
   CheckpointStore store(d.path / "checkpoints", 2, logging::nullLogger());
   CheckpointWriter w(store, d.path, worker, [] { return std::uint64_t{0}; }, logging::nullLogger());
-  fs::remove_all(d.path / "checkpoints");  // the directory is gone: the write fails on the worker
-  w.submit(job(1, 1));
+  // Streamed, then the directory is gone: the commit's rename fails on the worker.
+  CheckpointJob first = job(store, d.path, 1, 1);
+  fs::remove_all(d.path / "checkpoints");
+  w.submit(std::move(first));
   CHECK_THROWS_AS(w.drain(), IoError);
   CHECK_NOTHROW(w.drain());  // reported once
   CHECK(w.written().round == 0);
   fs::create_directories(d.path / "checkpoints");
-  w.submit(job(1, 2));
+  w.submit(job(store, d.path, 1, 2));
   CHECK_NOTHROW(w.drain());
   CHECK(w.written().round == 2);
+}
+
+TEST_CASE("a streamed checkpoint is the bytes of the one written whole - model.npy too - a failed stream leaves nothing") {
+  TempDir d;
+  CheckpointStore store(d.path / "checkpoints", 5, logging::nullLogger());
+  // A state of three vectors around the writer's 1 MiB pieces: one below, one above, one of exactly 1 MiB.
+  std::vector<std::vector<Real>> state;
+  for (std::size_t n : {std::size_t{1000}, std::size_t{700000}, (std::size_t{1} << 20) / sizeof(Real)}) {
+    state.emplace_back(n);
+    for (std::size_t i = 0; i < n; ++i) state.back()[i] = static_cast<Real>(0.25 * double(i % 977) - double(n));
+  }
+  const auto save = [&](ByteWriter& w) {
+    w.put<std::uint8_t>(7);
+    for (const auto& v : state) serial::putArray(w, std::span<const Real>(v));
+    w.put<std::uint32_t>(0xABCD);
+  };
+  const std::vector<Real>& x = state[1];
+  InlineBackground inline_;  // made first, as the node does: it removes model.npy temp files it finds
+  CheckpointWriter w(store, d.path, inline_, [] { return std::uint64_t{0}; }, logging::nullLogger());
+  CheckpointJob streamed = streamCheckpoint(store, d.path, 3, 42, save, x, {{"round", 42}});
+  CHECK(streamed.state->bodyBytes() == runStateBody(3, 42, save).size());
+  CHECK(fs::exists(streamed.state->path().parent_path()));
+  CHECK(temps(d.path / "checkpoints").size() == 1);  // not under its name before the commit
+  CHECK(store.empty());
+  w.submit(std::move(streamed));
+  CHECK_NOTHROW(w.drain());
+  CHECK(fileBytes(d.path / "checkpoints" / "ckpt-42.gsc") == engine::wrapCheckpoint(runStateBody(3, 42, save)));
+  CHECK(fileBytes(d.path / "model.npy") == npyBytes(x));
+  CHECK(temps(d.path / "checkpoints").empty());
+  CHECK(temps(d.path).empty());
+  // The directory gone: the stream fails on the caller's thread with an IoError, and leaves no file.
+  fs::remove_all(d.path / "checkpoints");
+  CHECK_THROWS_AS(streamCheckpoint(store, d.path, 3, 43, save, x, {}), IoError);
+  CHECK(temps(d.path).empty());
+}
+
+TEST_CASE("temp files of writes a crash cut short are removed at the next start - others stay") {
+  TempDir d;
+  for (const char* name : {"ckpt-7.gsc.tmp", "ckpt-7.gsc.12.tmp", "ckpt-8.gsc.x.tmp", "notes.tmp"})
+    std::ofstream(d.path / "checkpoints" / name) << "half";
+  for (const char* name : {"model.npy.tmp", "model.npy.3.tmp", "model.npy.3x.tmp", "mine.npy.tmp"})
+    std::ofstream(d.path / name) << "half";
+  CHECK(CheckpointStore::isCutShortWrite("ckpt-7.gsc.12.tmp"));
+  CHECK(!CheckpointStore::isCutShortWrite("ckpt-7.gsc.12"));
+  CHECK(!CheckpointStore::isCutShortWrite("ckpt-x.gsc.12.tmp"));
+  CheckpointStore store(d.path / "checkpoints", 2, logging::nullLogger());
+  CHECK(!store.loadNewest(1, [](ByteReader&) {}));
+  InlineBackground inline_;
+  CheckpointWriter w(store, d.path, inline_, [] { return std::uint64_t{0}; }, logging::nullLogger());
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  CHECK(sorted(temps(d.path / "checkpoints")) == std::vector<std::string>{"ckpt-8.gsc.x.tmp", "notes.tmp"});
+  CHECK(sorted(temps(d.path)) == std::vector<std::string>{"mine.npy.tmp", "model.npy.3x.tmp"});
 }
 
 TEST_CASE("ThreadBackground: tasks run in order on one other thread - drain waits for all posted") {
