@@ -17,7 +17,7 @@ PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compres
   if (!(p_.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
   const auto n = x0.size();
   x_ = x0;
-  d_ = h_ = yhat_ = step_ = scratch_ = mix_ = Vec::Zero(n);
+  d_ = h_ = yhat_ = scratch_ = mix_ = Vec::Zero(n);
 }
 
 void PrimalDual::startStep(const Vec& g, double lr) {
@@ -29,8 +29,8 @@ void PrimalDual::startStep(const Vec& g, double lr) {
 void PrimalDual::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
   GOSSIP_CHECK(started_, "startStep must run before the first round");
   eta_ = lr;
-  step_ = lr * g;
-  scratch_ = x_ - step_ - lr * d_ - h_;  // y_i - h_i
+  g_ = &g;  // Node keeps g unchanged until apply: the step lr g is taken from it there, not kept (4d bytes)
+  scratch_ = x_ - lr * g - lr * d_ - h_;  // y_i - h_i
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(scratch_), rng, out);
   yhat_ = h_;
@@ -56,7 +56,7 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
     d_ += scratch_;
   }
   disagreement_ = training::norm64(mix_);
-  x_ -= step_ + eta_ * d_;
+  x_ -= eta_ * *g_ + eta_ * d_;  // the same float operations as a stored step lr g: bit for bit
   proxL1(x_, eta_ * p_.l1);
   h_ = (1.0 - a) * h_ + a * yhat_;
 }
@@ -85,7 +85,7 @@ void PrimalDual::dropEdge(EdgeKey j) {
 
 std::vector<EdgeKey> PrimalDual::edges() const { return detail::edgeKeys(edges_); }
 
-// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, step_, scratch_ and eta_ are rebuilt by prepare.
+// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, scratch_, g_ and eta_ are rebuilt by prepare.
 // The name is saved too: lead and prox_lead share the layout but not the parameters.
 void PrimalDual::save(ByteWriter& w) const {
   serial::putTag(w, kPrimalDualTag);

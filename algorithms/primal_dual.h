@@ -59,7 +59,8 @@ class PrimalDual final : public Algorithm {
   const compress::Compressor& c_;
   PeerId self_;
   bool started_ = false;
-  Vec d_, h_, yhat_, step_, scratch_;
+  Vec d_, h_, yhat_, scratch_;
+  const Vec* g_ = nullptr;  // this round's gradient, owned by Node and unchanged until apply (not copied)
   Vec mix_;  // sum_j w_ij (yhat_i - yhat_j) of the last apply, for disagreement()
   std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
   double eta_ = 0;
