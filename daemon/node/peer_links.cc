@@ -7,7 +7,12 @@
 
 namespace gossip::daemon {
 
-// The engine reads from this queue (filled by pump); its sends are counted per peer.
+// The engine reads from this queue (filled by pump); its sends are counted per peer. The engine drains it
+// every pass of the node's loop, except while the node joins (a first join or a rejoin after being
+// declared dead: the engine has no view yet, and edge proposals wait here for it). Model frames are
+// bounded (kMaxModelBytes): beyond it they are dropped and counted, as the transport's inbox drops
+// them. Without the bound a joining node kept every retransmission of a neighbour's 80 MB LEAD frame
+// and grew by ~380 MB/s until the kernel killed it (20M parameters, 3 of 6 runs of bench/model_memory.sh).
 class PeerLinks::EngineQueue final : public engine::Transport {
  public:
   explicit EngineQueue(PeerLinks& links) : links_(links) {}
@@ -24,13 +29,24 @@ class PeerLinks::EngineQueue final : public engine::Transport {
     if (q_.empty()) return false;
     out = std::move(q_.front());
     q_.pop_front();
+    if (engine::peekIsKind(out.header, engine::FrameKind::Model)) modelBytes_ -= payloadSize(out);
     return true;
   }
-  void push(engine::RawFrame f) { q_.push_back(std::move(f)); }
-
+  // False (the frame dropped) for a model frame while the queue holds kMaxModelBytes of them.
+  bool push(engine::RawFrame f) {
+    if (engine::peekIsKind(f.header, engine::FrameKind::Model)) {
+      if (modelBytes_ >= kMaxModelBytes) return false;
+      modelBytes_ += payloadSize(f);
+    }
+    q_.push_back(std::move(f));
+    return true;
+  }
  private:
+  static constexpr std::uint64_t kMaxModelBytes = std::uint64_t{1} << 30;  // the transport inbox's own bound
+  static std::uint64_t payloadSize(const engine::RawFrame& f) { return f.payload ? f.payload->size() : 0; }
   PeerLinks& links_;
   std::deque<engine::RawFrame> q_;
+  std::uint64_t modelBytes_ = 0;
 };
 
 PeerLinks::PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog)
@@ -147,7 +163,10 @@ void PeerLinks::pump(std::uint64_t now, const std::function<void(const engine::R
       onStatus(f, now);
       continue;
     }
-    engineQueue_->push(std::move(f));
+    if (!engineQueue_->push(std::move(f)) && droppedModelFrames_++ % 100 == 0)
+      memberLog_->warn("node {}: {} model frame(s) dropped: the engine, which has no view while the node joins, "
+                       "holds 1 GiB of them already",
+                       self_, droppedModelFrames_);
   }
 }
 

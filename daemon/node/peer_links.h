@@ -61,7 +61,7 @@ class PeerLinks {
 
   // ---- node thread ----
   // Every frame waiting in the transport's model inbox: status frames to onStatus, the rest to the
-  // engine's queue.
+  // engine's queue (model frames beyond 1 GiB waiting there are dropped, with a warning every 100).
   void pump(std::uint64_t now, const std::function<void(const engine::RawFrame&, std::uint64_t)>& onStatus);
   // A frame to a member, counted in its traffic (status gossip's frames).
   void send(PeerId to, Bytes header, engine::SharedBytes payload);
@@ -106,6 +106,7 @@ class PeerLinks {
 
   std::atomic<std::uint64_t> membershipBytes_{0};
   std::unique_ptr<EngineQueue> engineQueue_;
+  std::uint64_t droppedModelFrames_ = 0;  // node thread: model frames the engine's queue had no room for
 };
 
 }  // namespace gossip::daemon
