@@ -10,12 +10,12 @@ namespace gossip::daemon {
 // The engine reads from this queue (filled by pump); its sends are counted per peer. The engine drains it
 // every pass of the node's loop, except while the node joins (a first join or a rejoin after being
 // declared dead: the engine has no view yet, and edge proposals wait here for it). Model frames are
-// bounded (kMaxModelBytes): beyond it they are dropped and counted, as the transport's inbox drops
-// them. Without the bound a joining node kept every retransmission of a neighbour's 80 MB LEAD frame
+// bounded (1 GiB, the transport inbox's own bound): beyond it they are dropped and counted, as the
+// transport's inbox drops them. Without the bound a joining node kept every retransmission of a neighbour's 80 MB LEAD frame
 // and grew by ~380 MB/s until the kernel killed it (20M parameters, 3 of 6 runs of bench/model_memory.sh).
 class PeerLinks::EngineQueue final : public engine::Transport {
  public:
-  explicit EngineQueue(PeerLinks& links) : links_(links) {}
+  EngineQueue(PeerLinks& links, std::uint64_t maxModelBytes) : links_(links), maxModelBytes_(maxModelBytes) {}
   void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
     const std::uint64_t payloadBytes = payload ? payload->size() : 0;
     links_.countSent(to, header.size() + payloadBytes);
@@ -32,31 +32,33 @@ class PeerLinks::EngineQueue final : public engine::Transport {
     if (engine::peekIsKind(out.header, engine::FrameKind::Model)) modelBytes_ -= payloadSize(out);
     return true;
   }
-  // False (the frame dropped) for a model frame while the queue holds kMaxModelBytes of them.
+  // False (the frame dropped) for a model frame while the queue holds maxModelBytes of them.
   bool push(engine::RawFrame f) {
     if (engine::peekIsKind(f.header, engine::FrameKind::Model)) {
-      if (modelBytes_ >= kMaxModelBytes) return false;
+      if (modelBytes_ >= maxModelBytes_) return false;
       modelBytes_ += payloadSize(f);
     }
     q_.push_back(std::move(f));
     return true;
   }
  private:
-  static constexpr std::uint64_t kMaxModelBytes = std::uint64_t{1} << 30;  // the transport inbox's own bound
   static std::uint64_t payloadSize(const engine::RawFrame& f) { return f.payload ? f.payload->size() : 0; }
   PeerLinks& links_;
+  const std::uint64_t maxModelBytes_;
   std::deque<engine::RawFrame> q_;
   std::uint64_t modelBytes_ = 0;
 };
 
-PeerLinks::PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog)
+PeerLinks::PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog,
+                     std::uint64_t maxQueuedModelBytes)
     : self_(self), incarnation_(incarnation), zmq_(zmq), memberLog_(std::move(memberLog)),
-      engineQueue_(std::make_unique<EngineQueue>(*this)) {}
+      engineQueue_(std::make_unique<EngineQueue>(*this, maxQueuedModelBytes)),
+      maxQueuedModelBytes_(maxQueuedModelBytes) {}
 
 PeerLinks::~PeerLinks() = default;
 
 engine::Transport& PeerLinks::engineTransport() { return *engineQueue_; }
-void PeerLinks::resetEngineTransport() { engineQueue_ = std::make_unique<EngineQueue>(*this); }
+void PeerLinks::resetEngineTransport() { engineQueue_ = std::make_unique<EngineQueue>(*this, maxQueuedModelBytes_); }
 
 void PeerLinks::countSent(PeerId to, std::uint64_t bytes, bool unknown) {
   std::lock_guard lock(trafficMutex_);
@@ -165,8 +167,8 @@ void PeerLinks::pump(std::uint64_t now, const std::function<void(const engine::R
     }
     if (!engineQueue_->push(std::move(f)) && droppedModelFrames_++ % 100 == 0)
       memberLog_->warn("node {}: {} model frame(s) dropped: the engine, which has no view while the node joins, "
-                       "holds 1 GiB of them already",
-                       self_, droppedModelFrames_);
+                       "holds {} MiB of them already",
+                       self_, droppedModelFrames_, maxQueuedModelBytes_ >> 20);
   }
 }
 

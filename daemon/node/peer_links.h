@@ -44,7 +44,11 @@ inline constexpr PeerId kSeedIdBase = 0x80000000u;
 
 class PeerLinks {
  public:
-  PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog);
+  // maxQueuedModelBytes: the model frames the engine's queue holds before pump drops them (a test sets
+  // it low; the daemon keeps the transport inbox's own bound).
+  static constexpr std::uint64_t kMaxQueuedModelBytes = std::uint64_t{1} << 30;
+  PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog,
+            std::uint64_t maxQueuedModelBytes = kMaxQueuedModelBytes);
   ~PeerLinks();
   PeerLinks(const PeerLinks&) = delete;
   PeerLinks& operator=(const PeerLinks&) = delete;
@@ -61,7 +65,8 @@ class PeerLinks {
 
   // ---- node thread ----
   // Every frame waiting in the transport's model inbox: status frames to onStatus, the rest to the
-  // engine's queue (model frames beyond 1 GiB waiting there are dropped, with a warning every 100).
+  // engine's queue (model frames beyond maxQueuedModelBytes waiting there are dropped, with a warning
+  // every 100).
   void pump(std::uint64_t now, const std::function<void(const engine::RawFrame&, std::uint64_t)>& onStatus);
   // A frame to a member, counted in its traffic (status gossip's frames).
   void send(PeerId to, Bytes header, engine::SharedBytes payload);
@@ -106,6 +111,7 @@ class PeerLinks {
 
   std::atomic<std::uint64_t> membershipBytes_{0};
   std::unique_ptr<EngineQueue> engineQueue_;
+  std::uint64_t maxQueuedModelBytes_;
   std::uint64_t droppedModelFrames_ = 0;  // node thread: model frames the engine's queue had no room for
 };
 
