@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "compressors/codec_base.h"
 #include "compressors/half.h"
@@ -164,7 +165,7 @@ namespace {
 GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
                                      std::span<const std::span<const std::byte>> bodies,
                                      std::span<const double> weights, std::size_t first, std::size_t n,
-                                     float* __restrict out, bool* finite) {
+                                     float* __restrict out, unsigned char* finite) {
   for (std::size_t i = 0; i < n; ++i) out[i] = self * own[i];
   for (std::size_t k = 0; k < bodies.size(); ++k) {
     const std::byte* __restrict src = bodies[k].data() + 4 * first;
@@ -178,7 +179,7 @@ GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
       std::memcpy(&f, src + 4 * i, 4);
       out[i] += w * f;
     }
-    finite[k] = finite[k] && bad == 0;
+    if (bad) finite[k] = 0;
   }
   constexpr std::size_t kLanes = 8;
   double lane[kLanes] = {};
@@ -201,20 +202,21 @@ GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
 Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
                       std::span<const double> weights, std::span<float> out) {
   constexpr std::size_t kBlock = 4096;
-  constexpr std::size_t kMaxBodies = 256;
-  if (bodies.size() > kMaxBodies || weights.size() != bodies.size() || out.size() != own.size())
+  if (weights.size() != bodies.size() || out.size() != own.size())
     throw Error("fp32Mix: " + std::to_string(bodies.size()) + " bodies, " + std::to_string(weights.size()) +
                 " weights, out " + std::to_string(out.size()) + " for " + std::to_string(own.size()) + " values");
   for (const auto& b : bodies)
     if (b.size() != 4 * own.size()) throw Error("fp32Mix: a body of " + std::to_string(b.size()) + " bytes");
-  bool finite[kMaxBodies];
-  std::fill_n(finite, bodies.size(), true);
+  // One flag per body, any number of them (a complete graph of thousands in the simulator); per thread,
+  // so a round allocates nothing once it has grown.
+  thread_local std::vector<unsigned char> finite;
+  finite.assign(bodies.size(), 1);
   Fp32MixResult r;
   for (std::size_t first = 0; first < own.size(); first += kBlock) {
     const std::size_t n = std::min(kBlock, own.size() - first);
-    r.squared_change += mixBlock(self, own.data() + first, bodies, weights, first, n, out.data() + first, finite);
+    r.squared_change += mixBlock(self, own.data() + first, bodies, weights, first, n, out.data() + first, finite.data());
   }
-  r.bad = static_cast<std::size_t>(std::find(finite, finite + bodies.size(), false) - finite);
+  r.bad = static_cast<std::size_t>(std::find(finite.begin(), finite.end(), 0) - finite.begin());
   return r;
 }
 

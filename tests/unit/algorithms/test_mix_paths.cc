@@ -170,4 +170,40 @@ TEST_CASE("dpsgd fp32: the one-pass mix equals a scaled copy plus a decodeAdd pe
     CHECK(node->disagreement() == doctest::Approx(disagreement).epsilon(1e-12));
   }
 }
+
+TEST_CASE("dpsgd fp32: the one-pass mix takes any number of neighbours (a complete graph of 301)") {
+  constexpr Eigen::Index d = 37;
+  const auto c = compress::makeCompressor({.name = "fp32"});
+  Rng rng(3);
+  auto node = algo::makeAlgorithm({.name = "dpsgd"}, *c, 0, randomVec(rng, d, 1.0));
+  topology::MixingRow row{.self = 1.0 / 301, .neighbors = {}};
+  std::vector<compress::Encoded> theirs(300);
+  std::vector<algo::Incoming> msgs;
+  for (PeerId j = 1; j <= 300; ++j) {
+    row.neighbors.push_back({j, 1.0 / 301});
+    encodeVec(*c, randomVec(rng, d, 2.0), rng, theirs[j - 1]);
+  }
+  for (PeerId j = 1; j <= 300; ++j) msgs.push_back({j, 0, theirs[j - 1].view()});
+  compress::Encoded own;
+  const Vec zero;  // a zero gradient (model mode); prepare keeps a reference to it until apply
+  node->prepare(0, zero, 0.1, own);
+  const Vec x = node->x();
+  Vec want = static_cast<Real>(row.self) * x;
+  for (const auto& e : theirs) c->decodeAdd(e.view(), std::span<Real>(want.data(), d), 1.0 / 301);
+  // A NaN from the last neighbour is refused by name, x unchanged.
+  compress::Encoded nan = theirs[299];
+  const float bad = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(nan.bytes.data() + 8, &bad, 4);
+  std::vector<algo::Incoming> badMsgs = msgs;
+  badMsgs[299].payload = nan.view();
+  try {
+    node->apply(0, badMsgs, row);
+    FAIL("a NaN was mixed");
+  } catch (const algo::RejectedMessage& e) {
+    CHECK(e.from == 300);
+  }
+  CHECK((node->x().array() == x.array()).all());
+  node->apply(0, msgs, row);
+  CHECK((node->x().array() == want.array()).all());
+}
 #endif
