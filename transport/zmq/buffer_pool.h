@@ -5,9 +5,15 @@
 // buffers come back here when the engine drops its last reference, and the next frame of similar size is
 // copied into one without faulting.
 //
+// Which buffer a payload gets: the smallest idle one that holds it and is at most twice its size; else a
+// new one. An idle buffer passed over by 16 pooled copies is freed. Before, any idle buffer was taken and
+// kept its capacity: one 80 MB edge set-up payload (CHOCO's x̂, LEAD's h) then stayed in the pool, or
+// carried the next 1.6 MB top-k message, for the rest of the run (4 bytes per parameter held for nothing).
+//
 // Threading: copy() runs on the I/O thread (small payloads) or on receive()'s caller (large ones); a buffer
-// comes back from whichever thread drops the last reference to it. One mutex guards the free list. The pool
-// is held by shared_ptr: payloads handed out hold it too, since they may outlive the transport.
+// comes back from whichever thread drops the last reference to it. One mutex guards the free list; freed
+// buffers are released outside it. The pool is held by shared_ptr: payloads handed out hold it too, since
+// they may outlive the transport.
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -26,14 +32,22 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // Keeps at most `keep` idle buffers (ZmqOptions::recycled_buffers); each holds its capacity.
   explicit BufferPool(std::size_t keep) : keep_(keep) {}
 
+  static constexpr unsigned kMaxPassedOver = 16;
   // One buffer holding the `count` parts' bytes one after the other, `n` bytes in all.
   engine::SharedBytes copy(const zmq::message_t* parts, std::size_t count, std::size_t n);
 
+  std::size_t idleBuffers() const;  // for tests
+  std::size_t idleBytes() const;    // capacity of the idle buffers, for tests
+
  private:
+  struct Idle {
+    std::unique_ptr<Bytes> buffer;
+    unsigned passedOver = 0;  // pooled copies since it came back that did not take it
+  };
   void give(Bytes* x);  // the payload's deleter: keeps a large buffer if there is room
   std::size_t keep_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Bytes>> free_;
+  mutable std::mutex mutex_;
+  std::vector<Idle> free_;
 };
 
 }  // namespace gossip::peer::detail
