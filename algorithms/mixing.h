@@ -112,6 +112,38 @@ inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::Mix
   if (r.bad < senders.size()) throw RejectedMessage(senders[r.bad], "non-finite value in fp32 payload");
   return std::sqrt(r.squared_change);
 }
+
+// mixArrivedFp32 in place: x = w_self x + sum_j w_ij m_j - step g (g empty: no step), x itself being
+// this node's message. Every payload is checked first (header, length, finiteness: RejectedMessage naming
+// its sender, x unchanged), then x is mixed block by block with no second vector of the model (compressors/
+// cast.h, fp32MixInPlace); returns the round's disagreement || mixed - x ||. The same x bit for bit as
+// mixArrivedFp32 followed by x = acc - step g.
+inline double mixArrivedFp32InPlace(std::span<const Incoming> msgs, const topology::MixingRow& row, Vec& x,
+                                    const Vec& g, double step) {
+  double selfWeight = row.self;
+  std::vector<std::span<const std::byte>>& bodies = fp32Scratch().bodies;
+  std::vector<double>& weights = fp32Scratch().weights;
+  bodies.clear(), weights.clear();
+  const auto dim = static_cast<std::size_t>(x.size());
+  for (const auto& [j, w] : row.neighbors) {
+    const Incoming* m = findIncoming(msgs, j);
+    if (!m) {
+      selfWeight += w;
+      continue;
+    }
+    try {
+      bodies.push_back(compress::fp32Body(m->payload, dim));
+    } catch (const DecodeError& e) {
+      throw RejectedMessage(m->from, e.what());
+    }
+    if (!compress::fp32Finite(bodies.back())) throw RejectedMessage(m->from, "non-finite value in fp32 payload");
+    weights.push_back(w);
+  }
+  const double change = compress::fp32MixInPlace(static_cast<float>(selfWeight), {x.data(), dim}, bodies, weights,
+                                                 {g.data(), static_cast<std::size_t>(g.size())},
+                                                 static_cast<float>(step));
+  return std::sqrt(change);
+}
 #endif
 
 // Validation pass of the replica methods: the message of every neighbour of the row must be present

@@ -14,7 +14,7 @@ constexpr std::uint32_t kDeepSqueezeTag = serial::fourcc("DSQZ");
 }  // namespace
 
 Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : p_(p), c_(c), self_(self), ownIsX_(detail::exactForState(c)), acc_(Vec::Zero(x0.size())) {
+    : p_(p), c_(c), self_(self), ownIsX_(detail::exactForState(c)) {
   x_ = x0;
   if (!ownIsX_) own_ = Vec::Zero(x0.size());
 }
@@ -35,6 +35,15 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
   // Missing neighbours fold their weight into the self weight (replace-with-own). The mixed model is built
   // in acc_ and only swapped in once every message decoded.
   const Vec& own = ownIsX_ ? x_ : own_;  // C(x_i) as the neighbours decode it
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+  // fp32 and float32 state, no pull: x = sum_j w_ij x_j - lr g in place, in one pass after a check of the
+  // messages (no next model aside: acc_ stays empty).
+  if (ownIsX_ && !pullTo) {
+    disagreement_ = detail::mixArrivedFp32InPlace(msgs, row, x_, *g_, lr_);
+    proxL1(x_, lr_ * p_.l1);
+    return;
+  }
+#endif
   // acc_ = sum_j w_ij C(x_j), missing ones C(x_i); with fp32 and float32 state in one pass with the
   // disagreement (the same acc_ bit for bit).
 #if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)

@@ -45,7 +45,7 @@ class Dpsgd : public Algorithm {
   double lr_ = 0;
 
  private:
-  Vec acc_;      // the mixed model, built aside so a rejected message leaves x untouched
+  Vec acc_;      // the mixed model, built aside so a rejected message leaves x untouched (empty: fp32 in place)
 };
 
 // DeepSqueeze: x_half = x - lr g; v = x_half + delta; c = C(v); delta = v - c;

@@ -197,7 +197,74 @@ GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
   for (double v : lane) sum += v;
   return sum;
 }
+// One block of fp32MixInPlace: the mixed values go to a block-sized scratch first (x's old values are
+// needed for the change), then back into x with the step.
+GOSSIP_VECTOR_CLONES double mixBlockInPlace(float self, float* __restrict x,
+                                            std::span<const std::span<const std::byte>> bodies,
+                                            std::span<const double> weights, std::size_t first, std::size_t n,
+                                            float* __restrict mixed, const float* __restrict g, float step) {
+  for (std::size_t i = 0; i < n; ++i) mixed[i] = self * x[i];
+  for (std::size_t k = 0; k < bodies.size(); ++k) {
+    const std::byte* __restrict src = bodies[k].data() + 4 * first;
+    const float w = static_cast<float>(weights[k]);
+    for (std::size_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, src + 4 * i, 4);
+      mixed[i] += w * f;
+    }
+  }
+  constexpr std::size_t kLanes = 8;
+  double lane[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      const double d = static_cast<double>(mixed[i + l] - x[i + l]);
+      lane[l] += d * d;
+    }
+  double sum = 0;
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(mixed[i] - x[i]);
+    sum += d * d;
+  }
+  for (double v : lane) sum += v;
+  if (g) {
+    for (std::size_t j = 0; j < n; ++j) x[j] = mixed[j] - step * g[j];
+  } else {
+    for (std::size_t j = 0; j < n; ++j) x[j] = mixed[j];
+  }
+  return sum;
+}
+
+GOSSIP_VECTOR_CLONES bool allFinite(const std::byte* src, std::size_t n) {
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, src + 4 * i, 4);
+    bad |= static_cast<std::uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+  }
+  return bad == 0;
+}
 }  // namespace
+
+bool fp32Finite(std::span<const std::byte> body) { return allFinite(body.data(), body.size() / 4); }
+
+double fp32MixInPlace(float self, std::span<float> x, std::span<const std::span<const std::byte>> bodies,
+                      std::span<const double> weights, std::span<const float> g, float step) {
+  constexpr std::size_t kBlock = 4096;
+  if (weights.size() != bodies.size() || (!g.empty() && g.size() != x.size()))
+    throw Error("fp32MixInPlace: " + std::to_string(bodies.size()) + " bodies, " + std::to_string(weights.size()) +
+                " weights, g of " + std::to_string(g.size()) + " for " + std::to_string(x.size()) + " values");
+  for (const auto& b : bodies)
+    if (b.size() != 4 * x.size()) throw Error("fp32MixInPlace: a body of " + std::to_string(b.size()) + " bytes");
+  float mixed[kBlock];
+  double sum = 0;
+  for (std::size_t first = 0; first < x.size(); first += kBlock) {
+    const std::size_t n = std::min(kBlock, x.size() - first);
+    sum += mixBlockInPlace(self, x.data() + first, bodies, weights, first, n, mixed,
+                           g.empty() ? nullptr : g.data() + first, step);
+  }
+  return sum;
+}
 
 Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
                       std::span<const double> weights, std::span<float> out) {

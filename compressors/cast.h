@@ -34,6 +34,16 @@ struct Fp32MixResult {
 Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
                       std::span<const double> weights, std::span<float> out);
 
+// Whether every value of an fp32 body is finite: one integer pass over the bits (inf and NaN have all
+// eight exponent bits set). What fp32MixInPlace needs checked before it writes x.
+bool fp32Finite(std::span<const std::byte> body);
+// The mix in place: x = self·x + Σ_k weights[k]·bodies[k], then x -= step·g when g is not empty, with the
+// float operations of fp32Mix followed by `out -= step * g`, so bit for bit that result; returns Σ_i (mixed_i
+// - x_i)² before the step, in double. No second vector of the model is needed (D-PSGD kept its next model
+// aside: 4 bytes per parameter). The bodies must have passed fp32Finite: x is written block by block.
+double fp32MixInPlace(float self, std::span<float> x, std::span<const std::span<const std::byte>> bodies,
+                      std::span<const double> weights, std::span<const float> g, float step);
+
 std::unique_ptr<Compressor> makeFp16(const CompressorSpec& spec);
 std::unique_ptr<Compressor> makeBf16(const CompressorSpec& spec);
 }  // namespace gossip::compress

@@ -26,7 +26,10 @@ bool mixesInPlace(const Config& c) {
 
 double baseVectors(const Config& c) {
   const std::string& a = c.algorithm.name;
-  if (a == "dpsgd") return c.compressor.name == "fp32" || c.compressor.name == "identity" ? 3 : 4;  // + C(x_i)
+  if (a == "dpsgd") {  // x and g; fp32 with float32 state mixes in place, the others build the next x aside
+    const bool fp32 = c.compressor.name == "fp32" || c.compressor.name == "identity";
+    return fp32 && !kRealIsDouble ? 2 : fp32 ? 3 : 4;  // + C(x_i) for a lossy codec
+  }
   if (a == "deepsqueeze")  // x, error memory, g (+ m, x aside); a dense codec's mix adds the next x
     return (mixesInPlace(c) ? 3 + 1.0 / (8 * sizeof(Real)) : 4) + (c.compressor_beta < 1.0 ? 2 : 0);
   if (a == "choco") return 4;        // x, x_hat, scratch, g
