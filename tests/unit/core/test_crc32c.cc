@@ -2,6 +2,7 @@
 // of every small length and alignment (the two loops split a buffer into 8-byte words and a tail).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -54,4 +55,34 @@ TEST_CASE("crc32c hardware path equals the table path") {
     const auto s = all.subspan(3, len);
     CHECK(crc32c(s) == crc32cUpdateSoftware(0, s));
   }
+}
+
+TEST_CASE("crc32c three-stream hardware path equals the table path around its chunk sizes") {
+  // Inputs of 3 * kStream bytes and more go through three interleaved chains joined by a shift
+  // (crc32c.h); lengths on both sides of one, two and three chunks, odd offsets, random seeds.
+  Rng rng(13);
+  constexpr std::size_t chunk = 3 * crc32c_detail::kStream;
+  std::vector<std::byte> buf(3 * chunk + 64);
+  for (auto& b : buf) b = std::byte(rng.below(256));
+  const std::span<const std::byte> all(buf);
+  for (std::size_t base : {chunk, 2 * chunk, 3 * chunk})
+    for (std::size_t len : {base - 9, base - 1, base, base + 1, base + 7, base + 8, base + 53})
+      for (std::size_t align : {0u, 3u}) {
+        CAPTURE(len);
+        CAPTURE(align);
+        const auto s = all.subspan(align, std::min(len, buf.size() - align));
+        const std::uint32_t seed = static_cast<std::uint32_t>(rng.next());
+        REQUIRE(crc32cUpdate(seed, s) == crc32cUpdateSoftware(seed, s));
+      }
+  // A 1 MiB + 13 payload, and chained over a cut inside a chunk.
+  std::vector<std::byte> big((std::size_t{1} << 20) + 13);
+  for (auto& b : big) b = std::byte(rng.below(256));
+  const std::span<const std::byte> bs(big);
+  const std::uint32_t whole = crc32cUpdateSoftware(0, bs);
+  CHECK(crc32c(bs) == whole);
+  CHECK(crc32cUpdate(crc32c(bs.first(chunk + 100)), bs.subspan(chunk + 100)) == whole);
+  // The shift over kStream zero bytes is the register after that many zero bytes.
+  const std::vector<std::byte> zeros(crc32c_detail::kStream, std::byte{0});
+  for (std::uint32_t r : {1u, 0x80000000u, 0xDEADBEEFu})
+    CHECK(crc32c_detail::zeros(r, zeros.size()) == ~crc32cUpdateSoftware(~r, zeros));
 }
