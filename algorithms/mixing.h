@@ -79,19 +79,16 @@ inline void mixArrived(const compress::Compressor& c, std::span<const Incoming> 
     if (const Incoming* m = findIncoming(msgs, j)) decodeAddFrom(c, *m, acc, w);
 }
 
-// mixArrived for the fp32 codec with float32 state (exactForState), where own is x itself: the same acc bit
-// for bit, in one pass over the model (compressors/cast.h, fp32Mix); returns || acc - own || (the round's
-// disagreement), which mixArrived's callers compute in a pass of their own. A payload that does not decode
-// throws RejectedMessage naming its sender; acc is scratch until the caller swaps it in.
 // Only in the float32 build (core/real.h): the float64 build's state is never what fp32 carries.
 #if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
-inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec& own, Vec& acc) {
+// The arrived messages of the row as fp32 bodies, their weights and senders (fp32Scratch), each header and
+// length checked (and, with checkFinite, every value finite): RejectedMessage naming the sender otherwise.
+// Returns the self weight: w_ii plus the weights of the neighbours whose message is missing.
+inline double collectFp32Bodies(std::span<const Incoming> msgs, const topology::MixingRow& row, std::size_t dim,
+                                bool checkFinite) {
+  Fp32MixScratch& s = fp32Scratch();
+  s.bodies.clear(), s.weights.clear(), s.senders.clear();
   double selfWeight = row.self;
-  std::vector<std::span<const std::byte>>& bodies = fp32Scratch().bodies;
-  std::vector<double>& weights = fp32Scratch().weights;
-  std::vector<PeerId>& senders = fp32Scratch().senders;
-  bodies.clear(), weights.clear(), senders.clear();
-  const auto dim = static_cast<std::size_t>(own.size());
   for (const auto& [j, w] : row.neighbors) {
     const Incoming* m = findIncoming(msgs, j);
     if (!m) {
@@ -99,17 +96,31 @@ inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::Mix
       continue;
     }
     try {
-      bodies.push_back(compress::fp32Body(m->payload, dim));
+      s.bodies.push_back(compress::fp32Body(m->payload, dim));
     } catch (const DecodeError& e) {
       throw RejectedMessage(m->from, e.what());
     }
-    weights.push_back(w);
-    senders.push_back(m->from);
+    if (checkFinite && !compress::fp32Finite(s.bodies.back()))
+      throw RejectedMessage(m->from, "non-finite value in fp32 payload");
+    s.weights.push_back(w);
+    s.senders.push_back(m->from);
   }
+  return selfWeight;
+}
+
+// mixArrived for the fp32 codec with float32 state (exactForState), where own is x itself: the same acc bit
+// for bit, in one pass over the model (compressors/cast.h, fp32Mix, which checks finiteness on the way);
+// returns || acc - own || (the round's disagreement), which mixArrived's callers compute in a pass of their
+// own. A payload that does not decode throws RejectedMessage naming its sender; acc is scratch until the
+// caller swaps it in.
+inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec& own, Vec& acc) {
+  const auto dim = static_cast<std::size_t>(own.size());
+  const double selfWeight = collectFp32Bodies(msgs, row, dim, false);
+  const Fp32MixScratch& s = fp32Scratch();
   if (acc.size() != own.size()) acc.resize(own.size());
-  const auto r = compress::fp32Mix(static_cast<float>(selfWeight), {own.data(), dim}, bodies, weights,
+  const auto r = compress::fp32Mix(static_cast<float>(selfWeight), {own.data(), dim}, s.bodies, s.weights,
                                    {acc.data(), dim});
-  if (r.bad < senders.size()) throw RejectedMessage(senders[r.bad], "non-finite value in fp32 payload");
+  if (r.bad < s.senders.size()) throw RejectedMessage(s.senders[r.bad], "non-finite value in fp32 payload");
   return std::sqrt(r.squared_change);
 }
 
@@ -120,29 +131,12 @@ inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::Mix
 // mixArrivedFp32 followed by x = acc - step g.
 inline double mixArrivedFp32InPlace(std::span<const Incoming> msgs, const topology::MixingRow& row, Vec& x,
                                     const Vec& g, double step) {
-  double selfWeight = row.self;
-  std::vector<std::span<const std::byte>>& bodies = fp32Scratch().bodies;
-  std::vector<double>& weights = fp32Scratch().weights;
-  bodies.clear(), weights.clear();
   const auto dim = static_cast<std::size_t>(x.size());
-  for (const auto& [j, w] : row.neighbors) {
-    const Incoming* m = findIncoming(msgs, j);
-    if (!m) {
-      selfWeight += w;
-      continue;
-    }
-    try {
-      bodies.push_back(compress::fp32Body(m->payload, dim));
-    } catch (const DecodeError& e) {
-      throw RejectedMessage(m->from, e.what());
-    }
-    if (!compress::fp32Finite(bodies.back())) throw RejectedMessage(m->from, "non-finite value in fp32 payload");
-    weights.push_back(w);
-  }
-  const double change = compress::fp32MixInPlace(static_cast<float>(selfWeight), {x.data(), dim}, bodies, weights,
-                                                 {g.data(), static_cast<std::size_t>(g.size())},
-                                                 static_cast<float>(step));
-  return std::sqrt(change);
+  const double selfWeight = collectFp32Bodies(msgs, row, dim, true);
+  const Fp32MixScratch& s = fp32Scratch();
+  return std::sqrt(compress::fp32MixInPlace(static_cast<float>(selfWeight), {x.data(), dim}, s.bodies, s.weights,
+                                            {g.data(), static_cast<std::size_t>(g.size())},
+                                            static_cast<float>(step)));
 }
 #endif
 

@@ -158,10 +158,29 @@ std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::siz
 }
 
 namespace {
+// Σ_i (a_i - b_i)² in double, summed in 8 lanes: a strict left-to-right double sum does not vectorize, and
+// the order changes only the last bits of a reported metric, never the state. Inlined into each clone.
+inline double squaredChange(const float* __restrict a, const float* __restrict b, std::size_t n) {
+  constexpr std::size_t kLanes = 8;
+  double lane[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) {
+      const double d = static_cast<double>(a[i + l] - b[i + l]);
+      lane[l] += d * d;
+    }
+  double sum = 0;
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(a[i] - b[i]);
+    sum += d * d;
+  }
+  for (double v : lane) sum += v;
+  return sum;
+}
+
 // One block of fp32Mix: 4,096 floats (16 KiB of out) stay in L1/L2 while every body adds into them. Written
 // for the vectorizer: restrict pointers, finiteness as an integer test of the exponent bits (inf and NaN
-// have all eight set), and the squared change summed in 8 lanes (a strict left-to-right double sum does not
-// vectorize; the order changes only the last bits of a reported metric, never the state).
+// have all eight set), and the squared change summed in lanes (squaredChange).
 GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
                                      std::span<const std::span<const std::byte>> bodies,
                                      std::span<const double> weights, std::size_t first, std::size_t n,
@@ -181,21 +200,7 @@ GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
     }
     if (bad) finite[k] = 0;
   }
-  constexpr std::size_t kLanes = 8;
-  double lane[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      const double d = static_cast<double>(out[i + l] - own[i + l]);
-      lane[l] += d * d;
-    }
-  double sum = 0;
-  for (; i < n; ++i) {
-    const double d = static_cast<double>(out[i] - own[i]);
-    sum += d * d;
-  }
-  for (double v : lane) sum += v;
-  return sum;
+  return squaredChange(out, own, n);
 }
 // One block of fp32MixInPlace: the mixed values go to a block-sized scratch first (x's old values are
 // needed for the change), then back into x with the step.
@@ -213,20 +218,7 @@ GOSSIP_VECTOR_CLONES double mixBlockInPlace(float self, float* __restrict x,
       mixed[i] += w * f;
     }
   }
-  constexpr std::size_t kLanes = 8;
-  double lane[kLanes] = {};
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      const double d = static_cast<double>(mixed[i + l] - x[i + l]);
-      lane[l] += d * d;
-    }
-  double sum = 0;
-  for (; i < n; ++i) {
-    const double d = static_cast<double>(mixed[i] - x[i]);
-    sum += d * d;
-  }
-  for (double v : lane) sum += v;
+  const double sum = squaredChange(mixed, x, n);
   if (g) {
     for (std::size_t j = 0; j < n; ++j) x[j] = mixed[j] - step * g[j];
   } else {

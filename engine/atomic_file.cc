@@ -42,17 +42,10 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(tmp_.c_str());
 }
 
+// Appends: every write is a pwrite at the end of what was written (the header's writeAt goes back to 0).
 void AtomicFile::write(std::span<const std::byte> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (n == 0) errno = ENOSPC;
-      fail("write", tmp_);
-    }
-    bytes = bytes.subspan(static_cast<std::size_t>(n));
-    bytes_ += static_cast<std::size_t>(n);
-  }
+  writeAt(bytes_, bytes);
+  bytes_ += bytes.size();
 }
 
 void AtomicFile::writeAt(std::size_t offset, std::span<const std::byte> bytes) {
