@@ -39,8 +39,6 @@ class AtomicFile {
   void commit(bool durable = true);
 
   const std::filesystem::path& target() const { return target_; }
-  const std::filesystem::path& temp() const { return tmp_; }
-  std::size_t bytes() const { return bytes_; }
 
   // Whether a file name is a temp file of a write to `targetName` (cut short by a crash if no write is in
   // flight): "<targetName>.tmp" (before this class) or "<targetName>.<digits>.tmp".
@@ -49,7 +47,7 @@ class AtomicFile {
  private:
   std::filesystem::path target_, tmp_;
   int fd_ = -1;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0;  // written by write(): where the next one goes
   bool committed_ = false;
 };
 

@@ -129,9 +129,8 @@ void writeRunState(ByteWriter& w, PeerId id, Round next, const std::function<voi
   save(w);
 }
 
-Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save, std::size_t reserve) {
+Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save) {
   Bytes body;
-  body.reserve(reserve);
   ByteWriter w(body);
   writeRunState(w, id, next, save);
   return body;

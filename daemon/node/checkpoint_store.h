@@ -102,11 +102,9 @@ class CheckpointStore {
   mutable std::set<std::string> strayLogged_;
 };
 
-// The body of a run-state checkpoint; `save` writes the node's state (algo::Node::save).
-// `reserve`: the expected size (the previous checkpoint's): a body grown by doubling copies itself ~log2
-// times and, at each growth, holds the old and the new buffer at once (160 + 128 MB for a 20M-parameter
-// DeepSqueeze state).
-Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save, std::size_t reserve = 0);
+// The body of a run-state checkpoint in memory; `save` writes the node's state (algo::Node::save). The
+// daemon streams it instead (streamCheckpoint); tests and tools compare against this.
+Bytes runStateBody(PeerId id, Round next, const std::function<void(ByteWriter&)>& save);
 // The same body written to `w` (a streaming writer sends it to its file as it goes).
 void writeRunState(ByteWriter& w, PeerId id, Round next, const std::function<void(ByteWriter&)>& save);
 
