@@ -88,6 +88,10 @@ r=$(round_of "$CS") || fail "cannot read node-$S's round"
 wait_for 60 "node-$S to train after scaling back" round_at_least "$CS" $((r + 200))
 wait_for 60 "node-0 to see all $N members alive again" alive_is "$C0" "$N"
 read -r first last < <(accuracy_first_last "$C0") || fail "node-0 printed no accuracy"
-$PY -c 'import sys; sys.exit(0 if float(sys.argv[2]) > float(sys.argv[1]) else 1)' "$first" "$last" ||
-  fail "node-0's accuracy did not rise: $first% -> $last%"
-echo "ok: swarm: $FILE deployed unchanged, trained (node-0 accuracy $first% -> $last%), survived scaling node-$S to 0 and back (it resumed from its checkpoint as incarnation $inc)"
+# Not "last > first": node-0's first evaluation comes with its first progress line, after hundreds of rounds,
+# when this softmax model is already near its plateau (76.5% in one CI run), so two plateau readings differ by
+# noise (that run read 76.5% -> 76.0% and failed). What the test must show is that the stack trains (far
+# above the 10% of an untrained 10-class model) and that the scale to 0 and back did not set node-0 back.
+$PY -c 'import sys; f, l = map(float, sys.argv[1:]); sys.exit(0 if l > 50 and l >= f - 5 else 1)' "$first" "$last" ||
+  fail "node-0 did not train on: accuracy $first% at its first evaluation, $last% at the end (want above 50% and at most 5 points below the first)"
+echo "ok: swarm: $FILE deployed unchanged, trained (node-0 accuracy $first% at its first evaluation, $last% at the end), survived scaling node-$S to 0 and back (it resumed from its checkpoint as incarnation $inc)"
