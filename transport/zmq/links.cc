@@ -17,10 +17,22 @@ namespace {
 constexpr int kControl = 0;  // channel index of control frames
 constexpr int kModel = 1;    // channel index of model frames
 
-// Anything whose kind cannot be read goes on the model channel.
+// The data channel carries what is model-sized: a round's model frames, a state transfer's chunks and an
+// edge's public state (EdgeOpen). The control channel keeps what must not wait behind hundreds of MB:
+// membership probes and acks, edge agreement, delivery acks and state requests. (State chunks on the
+// control channel queued a 400 MB transfer ahead of the probes, and past the queue's 256-frame limit the
+// oldest frames, probes among them, were dropped.) Anything whose kind cannot be read goes on the data channel.
 int channelOf(const Bytes& header) {
   const auto kind = engine::peekKindByte(header);
-  return kind && *kind != static_cast<std::uint8_t>(engine::FrameKind::Model) ? kControl : kModel;
+  if (!kind) return kModel;
+  switch (static_cast<engine::FrameKind>(*kind)) {
+    case engine::FrameKind::Model:
+    case engine::FrameKind::State:
+    case engine::FrameKind::EdgeOpen:
+      return kModel;
+    default:
+      return kControl;
+  }
 }
 
 }  // namespace
