@@ -218,6 +218,7 @@ bool NodeEngine::roundReady(Round t) const {
 
 void NodeEngine::tick(std::uint64_t nowMs) {
   nowMs_ = nowMs;
+  if (fetch_) pumpStateFetch();
   if (!linked_ || stateless_) return;
   // A neighbour the view still wants whose link is gone (the peer closed it while views disagreed, as in
   // the merge after a partition heals) gets a fresh link; the proposer side proposes after hello_retry_ms.
@@ -494,7 +495,7 @@ topology::MixingRow NodeEngine::linkedRow(Round t) {
 void NodeEngine::linkedEnd(Round t) {
   inRound_ = false;
   roundPublic_.reset();
-  for (PeerId j : stateWanted_) sendState(j, nextRound());
+  for (const StateAsk& a : stateWanted_) sendState(a, nextRound());
   stateWanted_.clear();
   if (stateless_) return;
   auto& algo = node_->algorithm();

@@ -115,11 +115,6 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)), nullptr);
 }
 
-void NodeEngine::requestState(PeerId from, Round round) {
-  stateFrom_.insert(from);
-  sendControl(from, FrameKind::StateRequest, round, {});
-}
-
 void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
   if (linked_ && (h.kind == FrameKind::EdgeOpen || h.kind == FrameKind::EdgeHello ||
                   h.kind == FrameKind::EdgeClose || h.kind == FrameKind::Ack))
@@ -145,23 +140,8 @@ void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
       }
       return;
     }
-    case FrameKind::StateRequest: {
-      if (holdEdges_) {
-        // We are fetching the current model ourselves (a restart, a late joiner, a rejoin): ours is not it.
-        // Answered, it replaced a restarted node's checkpointed model with a joiner's untrained one, and that
-        // node trained alone from round 0 for ~28,000 rounds (issue 28). The requester asks another one.
-        ++stats_.state_requests_declined;
-        return;
-      }
-      if (linked_ && inRound_) {
-        // Mid-round our model is half-way (local steps taken, not yet mixed): answer after the mix.
-        if (std::find(stateWanted_.begin(), stateWanted_.end(), h.sender) == stateWanted_.end())
-          stateWanted_.push_back(h.sender);
-        return;
-      }
-      // The round carried back is the one the requester should continue from (linked mode: our next).
-      return sendState(h.sender, linked_ ? nextRound() : h.round);
-    }
+    case FrameKind::StateRequest:
+      return receiveStateRequest(h, payload);
     case FrameKind::State:
       return receiveStateChunk(h, payload);
     default:

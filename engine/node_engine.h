@@ -48,6 +48,7 @@
 // Not thread-safe: one thread drives one engine.
 #include <map>
 #include <set>
+#include <span>
 #include <optional>
 #include <memory>
 #include <string>
@@ -56,6 +57,7 @@
 #include "algorithms/node.h"
 #include "engine/frame.h"
 #include "engine/payload_pool.h"
+#include "engine/state_fetch.h"
 #include "engine/transport.h"
 #include "engine/view.h"
 
@@ -79,10 +81,13 @@ struct LinkInfo {
 };
 inline constexpr Round kNoRound = ~Round{0};
 
-// A model sent by state transfer travels in chunks of at most this many values of the state's type
-// (core/real.h: 512 KiB of float32, 1 MiB of float64), so that a large model never sits in one frame ahead of
-// a peer's control traffic, and a receiver asking again keeps the chunks it has.
-inline constexpr std::size_t kStateChunkValues = std::size_t{1} << 17;
+// How far a state transfer has come (a node that fetches a model reports it; a large one takes a while).
+struct StateProgress {
+  std::size_t values_have = 0;
+  std::size_t dim = 0;
+  std::size_t sources_serving = 0;   // neighbours that sent at least one chunk
+  std::uint64_t last_progress_ms = 0;  // when the fetch began, or its last new chunk arrived
+};
 
 struct EngineStats {
   std::uint64_t model_bytes_sent = 0;    // model frames, headers included
@@ -91,7 +96,7 @@ struct EngineStats {
   std::uint64_t messages_missing = 0;    // stateless rounds that mixed a neighbour's own-value substitute
   std::uint64_t retransmitted = 0;      // linked mode: frames sent again for lack of an ack
   std::uint64_t duplicates = 0;         // linked mode: frames of an already mixed round (retransmits)
-  std::uint64_t states_sent = 0;        // state transfers answered (each in one or more chunks)
+  std::uint64_t states_sent = 0;        // state transfers served (counted by the request of their first chunk)
   std::uint64_t states_received = 0;    // state transfers completed and installed
   std::uint64_t state_requests_declined = 0;  // asked for our model while we were fetching one ourselves
   std::uint64_t compute_ns = 0;         // wall time inside the algorithm (local steps, encode, decode, mix)
@@ -120,12 +125,20 @@ class NodeEngine {
   void setView(std::shared_ptr<const ViewGraph> vg, Round round);
   // Handles every frame waiting in the transport: control frames now, model frames into the inbox.
   void drain(Round current);
-  // Asks neighbour `from` for its model (state transfer for a joining or lagging node). The model comes
-  // back in State chunks (engine/state_transfer.cc); chunks of the answer already received are kept when
-  // the same peer is asked again.
-  void requestState(PeerId from, Round round);
-  // Values per State chunk (default kStateChunkValues); tests use small chunks.
-  void setStateChunk(std::size_t values);
+  // Fetches a neighbour's model (state transfer for a joining or lagging node): pulls it in chunks from the
+  // neighbours `from`, several at once (engine/state_fetch.h, engine/state_transfer.cc). Called again, it
+  // adds sources and keeps the chunks already in. When the last chunk is in, the model replaces the node's
+  // and takeStateRound() gives the round to continue from.
+  void requestState(std::span<const PeerId> from, Round round);
+  void requestState(PeerId from, Round round) { requestState(std::span<const PeerId>(&from, 1), round); }
+  // Sends the requests that are due (sources with room, silent sources' chunks handed on); the daemon
+  // calls it while it waits for the model. tick() calls it too.
+  void stepStateFetch(std::uint64_t nowMs);
+  // Stops fetching: chunks that arrive later are refused (a node that gave up and trains on its own model).
+  void cancelStateFetch();
+  std::optional<StateProgress> stateProgress() const;
+  // Chunk size, window and silence of the next fetch (tests use small chunks).
+  void setStateFetch(StateFetchOptions options);
   // True when every edge the view wants is open (always true for stateless methods).
   bool edgesReady() const;
 
@@ -185,8 +198,10 @@ class NodeEngine {
   void reject(const std::string& reason);
   void handleControl(const FrameHeader& h, const Bytes& payload);
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
-  void sendState(PeerId to, Round round);  // our model, as State chunks continuing at `round`
+  void receiveStateRequest(const FrameHeader& h, const Bytes& payload);
+  void sendState(const StateAsk& ask, Round round);  // the asked part of our model, continuing at `round`
   void receiveStateChunk(const FrameHeader& h, const Bytes& payload);
+  void pumpStateFetch();
   static Bytes realsPayload(std::span<const Real> v);
   const Member* member(PeerId id) const;
   // linked mode (engine/links.cc)
@@ -245,18 +260,10 @@ class NodeEngine {
   std::map<PeerId, Round> lastSent_;
   std::map<PeerId, Incarnation> wanted_;       // replica methods: edges this view wants
   std::map<PeerId, std::uint64_t> linkSeq_;    // per-link sequence numbers of sent frames
-  std::set<PeerId> stateFrom_;                 // peers asked for their model; the first State of one of them is taken
-  // A state transfer being put together: one sender's model as of one round, chunk by chunk.
-  struct StateAssembly {
-    PeerId from = 0;
-    Round round = 0;
-    std::uint32_t crc = 0;         // crc32c of the whole model (little-endian Real values), in every chunk
-    std::vector<Real> x;
-    std::vector<bool> have;        // by value index
-    std::size_t missing = 0;       // values still to come
-  };
-  std::optional<StateAssembly> assembly_;
-  std::size_t stateChunk_ = kStateChunkValues;
+  std::optional<StateFetch> fetch_;            // the model being fetched (state transfer), while it is
+  StateFetchOptions fetchOpts_;
+  Round fetchRound_ = 0;                       // carried on our requests (the sim mode's sender answers with it)
+  std::vector<StateAsk> asks_;                 // scratch of pumpStateFetch
 
   compress::Encoded encoded_;
   std::shared_ptr<PayloadPool> payloadPool_ = PayloadPool::create();  // buffers come back when released
@@ -295,7 +302,7 @@ class NodeEngine {
   std::uint64_t proposalSeq_ = 0;
   std::uint64_t nowMs_ = 0;
   std::optional<Round> stateRound_;
-  std::vector<PeerId> stateWanted_;              // state requests that came mid-round
+  std::vector<StateAsk> stateWanted_;            // state requests that came mid-round (answered after the mix)
   SharedBytes roundPublic_;                     // EdgeOpen payload of the round begun last (if any edge starts)
   bool inRound_ = false;
   bool holdEdges_ = false;

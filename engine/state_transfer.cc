@@ -1,88 +1,126 @@
-// State transfer: a joining, restarted or lagging node asks a neighbour for its model (StateRequest); the
-// neighbour answers with its model in State chunks. Each chunk's payload is
+// State transfer: a joining, restarted or lagging node pulls a neighbour's model, from several neighbours at
+// once where it has them (the schedule is engine/state_fetch.h). Two frames:
 //
-//   u64 dimension | u64 first value index | u32 crc32c of the whole model | array<f64> values
+//   StateRequest  u64 first value index | u64 value count | u64 values per chunk
+//   State         u64 dimension | u64 first value index | array<Real> values      (one chunk)
 //
-// and each frame carries the CRC of its own payload (engine/frame.h). The receiver assembles the chunks of
-// one (sender, round) answer; chunks of another answer replace a partial one (the newest request wins),
-// and a repeated answer to a repeated request fills only what is missing. The model is installed when
-// every chunk is in and the whole-model CRC matches; until then the node's own model is untouched.
+// A request asks for at most kMaxChunksPerRequest chunks, so one request can make the sender queue only a
+// bounded amount; each chunk's frame carries the crc32c of its payload (engine/frame.h), checked before the
+// chunk is looked at. Both frames travel on the transport's data channel (transport/zmq/links.cc), not
+// beside membership probes and acks. The model is installed when every chunk is in; until then the node's
+// own model is untouched.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "core/crc32c.h"
 #include "core/serial.h"
 #include "engine/node_engine.h"
 
 namespace gossip::engine {
 
 namespace {
-std::uint32_t modelCrc(std::span<const Real> x) { return crc32c(std::as_bytes(x)); }
+// Bounds on what one request may ask for: chunks of at most 4M values (16 MiB of float32), at most 64 of them.
+constexpr std::uint64_t kMaxChunkValues = std::uint64_t{1} << 22;
+constexpr std::uint64_t kMaxChunksPerRequest = 64;
 }  // namespace
 
-void NodeEngine::setStateChunk(std::size_t values) {
-  GOSSIP_CHECK(values > 0, "state chunk of 0 values");
-  stateChunk_ = values;
+void NodeEngine::setStateFetch(StateFetchOptions options) { fetchOpts_ = options; }
+
+void NodeEngine::requestState(std::span<const PeerId> from, Round round) {
+  const auto dim = static_cast<std::size_t>(node_->algorithm().x().size());
+  if (!fetch_) fetch_.emplace(dim, fetchOpts_, nowMs_);
+  fetchRound_ = round;
+  fetch_->addSources(from, nowMs_);
+  pumpStateFetch();
 }
 
-void NodeEngine::sendState(PeerId to, Round round) {
+void NodeEngine::cancelStateFetch() { fetch_.reset(); }
+
+void NodeEngine::stepStateFetch(std::uint64_t nowMs) {
+  nowMs_ = std::max(nowMs_, nowMs);
+  if (fetch_) pumpStateFetch();
+}
+
+std::optional<StateProgress> NodeEngine::stateProgress() const {
+  if (!fetch_) return std::nullopt;
+  return StateProgress{.values_have = fetch_->valuesHave(), .dim = fetch_->dim(),
+                       .sources_serving = fetch_->sourcesServing(), .last_progress_ms = fetch_->lastProgressMs()};
+}
+
+void NodeEngine::pumpStateFetch() {
+  asks_.clear();
+  fetch_->due(nowMs_, asks_);
+  for (const StateAsk& a : asks_) {
+    Bytes b;
+    ByteWriter w(b);
+    w.put(a.at);
+    w.put(a.count);
+    w.put(a.chunk);
+    sendControl(a.to, FrameKind::StateRequest, fetchRound_, std::move(b));
+  }
+}
+
+void NodeEngine::receiveStateRequest(const FrameHeader& h, const Bytes& payload) {
+  ByteReader r(payload, "state request");
+  StateAsk a{.to = h.sender};
+  a.at = r.get<std::uint64_t>();
+  a.count = r.get<std::uint64_t>();
+  a.chunk = r.get<std::uint64_t>();
+  r.expectEnd();
+  const auto dim = static_cast<std::uint64_t>(node_->algorithm().x().size());
+  if (a.chunk == 0 || a.chunk > kMaxChunkValues || a.at > dim || a.count > dim - a.at ||
+      (a.count + a.chunk - 1) / a.chunk > kMaxChunksPerRequest)
+    return reject("bad_state_request");
+  if (holdEdges_) {
+    // We are fetching the current model ourselves (a restart, a late joiner, a rejoin): ours is not it.
+    // Answered, it replaced a restarted node's checkpointed model with a joiner's untrained one, and that
+    // node trained alone from round 0 for ~28,000 rounds (issue 28). The requester asks another one.
+    ++stats_.state_requests_declined;
+    return;
+  }
+  if (linked_ && inRound_) {
+    // Mid-round our model is half-way (local steps taken, not yet mixed): answer after the mix.
+    stateWanted_.push_back(a);
+    return;
+  }
+  // The round carried back is the one the requester should continue from (linked mode: our next).
+  sendState(a, linked_ ? nextRound() : h.round);
+}
+
+void NodeEngine::sendState(const StateAsk& a, Round round) {
   const auto& model = node_->algorithm().x();
   const std::span<const Real> x(model.data(), static_cast<std::size_t>(model.size()));
-  const std::uint32_t crc = modelCrc(x);
-  ++stats_.states_sent;
-  // A model of dimension 0 still gets one (empty) chunk so the requester learns the round.
-  for (std::size_t at = 0; at < x.size() || (at == 0 && x.empty()); at += stateChunk_) {
+  if (a.at == 0) ++stats_.states_sent;  // counted once per transfer, by its first chunk's request
+  // A request for nothing (a model of dimension 0) still gets one empty chunk, so the requester learns the round.
+  const std::uint64_t end = a.at + a.count;
+  for (std::uint64_t at = a.at; at < end || (at == a.at && a.count == 0); at += a.chunk) {
+    const auto n = static_cast<std::size_t>(std::min(a.chunk, end - at));
     Bytes b;
     ByteWriter w(b);
     w.put(static_cast<std::uint64_t>(x.size()));
-    w.put(static_cast<std::uint64_t>(at));
-    w.put(crc);
-    serial::putArray(w, x.subspan(at, std::min(stateChunk_, x.size() - at)));
-    sendControl(to, FrameKind::State, round, std::move(b));
-    if (x.empty()) break;
+    w.put(at);
+    serial::putArray(w, x.subspan(static_cast<std::size_t>(at), n));
+    sendControl(a.to, FrameKind::State, round, std::move(b));
+    if (a.count == 0) break;
   }
 }
 
 void NodeEngine::receiveStateChunk(const FrameHeader& h, const Bytes& payload) {
-  // A model replaces ours only when we asked this peer for it, and only once.
-  if (!stateFrom_.count(h.sender)) return reject("unrequested_state");
+  // A model replaces ours only when we asked for it, and only once.
+  if (!fetch_) return reject("unrequested_state");
   ByteReader r(payload, "state payload");
   const auto dim = r.get<std::uint64_t>();
   const auto at = r.get<std::uint64_t>();
-  const auto crc = r.get<std::uint32_t>();
-  auto values = serial::getArray<Real>(r);
+  const auto values = serial::getArray<Real>(r);
   r.expectEnd();
+  if (dim != fetch_->dim()) return reject("wrong_dimension");
+  if (auto why = fetch_->place(h.sender, h.round, at, values, nowMs_)) return reject(*why);
+  if (!fetch_->complete()) return pumpStateFetch();  // the source's window has room again
   auto& mine = node_->algorithm().x();
-  const auto n = static_cast<std::size_t>(mine.size());
-  if (dim != n) return reject("wrong_dimension");
-  // Chunks are placed by their first value index; any chunking the sender chose assembles the same way.
-  if (at > n || values.size() > n - at || (n > 0 && values.empty())) return reject("bad_state_chunk");
-  for (Real v : values)
-    if (!std::isfinite(v)) return reject("non_finite");
-  if (!assembly_ || assembly_->from != h.sender || assembly_->round != h.round || assembly_->crc != crc) {
-    // A chunk of another answer (another peer, round or model) starts the assembly afresh.
-    assembly_ = StateAssembly{.from = h.sender, .round = h.round, .crc = crc, .x = std::vector<Real>(n),
-                              .have = std::vector<bool>(n, false), .missing = n};
-  }
-  auto& a = *assembly_;
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    if (!a.have[at + k]) {
-      a.have[at + k] = true;
-      --a.missing;
-    }
-    a.x[at + k] = values[k];
-  }
-  if (a.missing > 0) return;
-  if (modelCrc(a.x) != a.crc) {
-    assembly_.reset();
-    return reject("state_checksum");
-  }
-  mine = Eigen::Map<const training::Vec>(a.x.data(), static_cast<Eigen::Index>(n));
-  stateFrom_.clear();
-  stateRound_ = a.round;
+  mine = Eigen::Map<const training::Vec>(fetch_->values().data(), static_cast<Eigen::Index>(fetch_->dim()));
+  stateRound_ = fetch_->round();
   ++stats_.states_received;
-  assembly_.reset();
+  fetch_.reset();
 }
 
 }  // namespace gossip::engine

@@ -63,6 +63,7 @@ void Lifecycle::startTraining(Round first, std::uint64_t now) {
   state_ = NodeState::Training;
   p_.engine->setMembers(p_.membership->alive(), first, now);
   p_.engine->holdEdges(false, now);
+  p_.engine->cancelStateFetch();  // a node that gave up on a transfer must not take a late one mid-training
   log_->info("training from round {} with {} members", first, p_.membership->alive().size());
 }
 
@@ -119,8 +120,14 @@ void Lifecycle::stepJoining(std::uint64_t now) {
     e.holdEdges(false, now);
     return startTraining(resumed_ ? resumeRound_ : 0, now);
   }
-  e.requestState(nbrs.front(), e.nextRound());
+  // Every neighbour of the view serves a part of the model (engine/state_fetch.h): a large model comes in
+  // at the joiner's download speed, not at one neighbour's upload speed.
+  e.stepStateFetch(now);
+  e.requestState(nbrs, e.nextRound());
+  log_->info("fetching the current model ({:.1f} MB) from {} neighbours",
+             static_cast<double>(e.node().algorithm().x().size()) * static_cast<double>(sizeof(Real)) / 1e6, nbrs.size());
   stateAskedAt_ = now;
+  stateLoggedAt_ = now;
   state_ = NodeState::Syncing;
   since_ = now;
 }
@@ -152,18 +159,33 @@ void Lifecycle::stepSyncing(std::uint64_t now) {
     log_->info("state transfer done, continuing at round {}", next);
     return startTraining(next, now);
   }
+  e.stepStateFetch(now);  // requests due: windows with room, silent neighbours' chunks handed on
   if (now > stateAskedAt_ + 500) {
-    // The neighbour may not know us yet (our join is still spreading): ask again, maybe another one.
+    // A neighbour may not know us yet (our join is still spreading) and the view may have changed: ask the
+    // view's neighbours again; the chunks already in are kept.
     const auto& nbrs = e.viewNeighbors();
-    if (!nbrs.empty()) e.requestState(nbrs[(now / 500) % nbrs.size()], e.nextRound());
+    if (!nbrs.empty()) e.requestState(nbrs, e.nextRound());
     stateAskedAt_ = now;
   }
-  if (now > since_ + 5000) {
+  const auto progress = e.stateProgress();
+  if (progress && progress->values_have > 0 && now >= stateLoggedAt_ + 5000) {
+    // A 100M-parameter model is 400 MB: minutes on a slow link. Say how far it is.
+    const double mb = static_cast<double>(sizeof(Real)) / 1e6;
+    log_->info("state transfer: {:.1f} of {:.1f} MB from {} neighbours ({:.1f} MB/s)",
+               static_cast<double>(progress->values_have) * mb, static_cast<double>(progress->dim) * mb,
+               progress->sources_serving,
+               static_cast<double>(progress->values_have) * mb * 1000.0 / static_cast<double>(std::max<std::uint64_t>(1, now - since_)));
+    stateLoggedAt_ = now;
+  }
+  // Given up only when nothing new came for 5 s: a large model may take minutes, and comes in all along.
+  const std::uint64_t lastNews = progress ? std::max(since_, progress->last_progress_ms) : since_;
+  if (now > lastNews + 5000) {
     ownState_.reset();
     if (resumed_)  // its neighbours may be resuming too: a syncing node declines state requests
       log_->info("no neighbour gave its model within 5 s (they may be resuming too): continuing from its own checkpoint");
     else
-      log_->warn("no state transfer within 5 s, starting from its own model");
+      log_->warn("no state transfer within 5 s{}, starting from its own model",
+                 progress && progress->values_have > 0 ? " (it stalled: no new chunk for 5 s)" : "");
     startTraining(resumed_ ? resumeRound_ : 0, now);
   }
 }

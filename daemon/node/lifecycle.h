@@ -111,7 +111,8 @@ class Lifecycle {
   Parts p_;
   NodeState state_ = NodeState::Joining;
   std::uint64_t since_ = 0;       // when the phase began (ms)
-  std::uint64_t stateAskedAt_ = 0;
+  std::uint64_t stateAskedAt_ = 0;  // when the view's neighbours were last added as sources of the fetch
+  std::uint64_t stateLoggedAt_ = 0;  // the last progress line of a state transfer
   bool resumed_ = false;          // loaded a checkpoint (or rejoined)
   bool rejoined_ = false;         // declared dead while running on, now a new incarnation
   Round resumeRound_ = 0;

@@ -275,16 +275,32 @@ TEST_CASE("engine: save and load restore a node that continues bit-identically")
   CHECK_THROWS_AS(b.engines.at(1)->load(state), DecodeError);
 }
 
-TEST_CASE("engine: a model transfer is taken only from the peer it was asked of - once") {
+namespace {
+// One State chunk as engine/state_transfer.cc lays it out.
+Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::span<const Real> values) {
+  Bytes b;
+  ByteWriter w(b);
+  w.put(dim);
+  w.put(at);
+  serial::putArray(w, values);
+  return b;
+}
+// Pumps every engine's frames until no more come (a state transfer is many request/answer exchanges).
+void settle(Cluster& c, Round t) {
+  for (int pass = 0; pass < 64 && c.net.inFlight() > 0; ++pass)
+    for (auto& [id, e] : c.engines) e->drain(t);
+  REQUIRE(c.net.inFlight() == 0);
+}
+}  // namespace
+
+TEST_CASE("engine: a model transfer is taken only from the peers it was asked of - once") {
   Cluster c(3, "dpsgd", {.name = "fp32"});
   c.round(0);  // the nodes' models now differ
   auto& n0 = *c.engines.at(0);
   REQUIRE(n0.node().algorithm().x() != c.engines.at(2)->node().algorithm().x());
   const training::Vec before = n0.node().algorithm().x();
-  training::Vec other = training::Vec::Constant(before.size(), 3.0);
-  Bytes body;
-  ByteWriter w(body);
-  serial::putArray(w, std::span<const Real>(other.data(), static_cast<std::size_t>(other.size())));
+  std::vector<Real> other(static_cast<std::size_t>(before.size()), Real(3));
+  const Bytes body = stateChunk(other.size(), 0, other);
   FrameHeader h;
   h.kind = FrameKind::State;
   h.sender = 1;
@@ -297,9 +313,14 @@ TEST_CASE("engine: a model transfer is taken only from the peer it was asked of 
   // Requested from node 2: node 1's offer is still refused, node 2's answer is taken.
   n0.requestState(2, 1);
   c.net.deliver(1, 0, header(h, body), std::make_shared<const Bytes>(body), false);
-  for (int pass = 0; pass < 3; ++pass)
-    for (auto& [id, e] : c.engines) e->drain(1);
+  settle(c, 1);
   CHECK(n0.stats().rejected.at("unrequested_state") == 2);
+  CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
+  CHECK(n0.takeStateRound() == Round{1});
+  // Once: the fetch is over, a repeated answer is refused.
+  c.net.deliver(2, 0, header([&] { auto h2 = h; h2.sender = 2; return h2; }(), body), std::make_shared<const Bytes>(body), false);
+  n0.drain(1);
+  CHECK(n0.stats().rejected.at("unrequested_state") == 3);
   CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
 }
 
@@ -312,34 +333,19 @@ TEST_CASE("engine: a node fetching the model itself declines state requests - re
   REQUIRE(before != n2.node().algorithm().x());
   n2.holdEdges(true, 0);  // node 2 is syncing (a restart or a late joiner): its model is not the current one
   n0.requestState(2, 1);
-  for (int pass = 0; pass < 3; ++pass)
-    for (auto& [id, e] : c.engines) e->drain(1);
+  settle(c, 1);
   CHECK(n2.stats().state_requests_declined == 1);
   CHECK(n2.stats().states_sent == 0);
   CHECK(n0.node().algorithm().x() == before);
   CHECK_FALSE(n0.takeStateRound().has_value());
   n2.holdEdges(false, 0);
-  n0.requestState(2, 1);
-  for (int pass = 0; pass < 3; ++pass)
-    for (auto& [id, e] : c.engines) e->drain(1);
+  n0.requestState(2, 1);  // asked again by name: tried again at once
+  settle(c, 1);
   CHECK(n2.stats().states_sent == 1);
   CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());
 }
 
-namespace {
-// One State chunk as engine/state_transfer.cc lays it out.
-Bytes stateChunk(std::uint64_t dim, std::uint64_t at, std::uint32_t crc, std::span<const Real> values) {
-  Bytes b;
-  ByteWriter w(b);
-  w.put(dim);
-  w.put(at);
-  w.put(crc);
-  serial::putArray(w, values);
-  return b;
-}
-}  // namespace
-
-TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole and checksummed") {
+TEST_CASE("engine: a model transfer arrives in chunks on the receiver's grid - installed only whole") {
   Cluster c(3, "dpsgd", {.name = "fp32"});
   c.round(0);
   auto& n0 = *c.engines.at(0);
@@ -348,7 +354,6 @@ TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole 
   REQUIRE(dim >= 9);
   std::vector<Real> other(dim);
   for (std::size_t i = 0; i < dim; ++i) other[i] = static_cast<Real>(3.0 + static_cast<double>(i));
-  const std::uint32_t crc = crc32c(std::as_bytes(std::span<const Real>(other)));
   FrameHeader h;
   h.kind = FrameKind::State;
   h.sender = 1;
@@ -359,47 +364,46 @@ TEST_CASE("engine: a model transfer arrives in chunks - is installed only whole 
     c.net.deliver(1, 0, std::move(head), std::make_shared<const Bytes>(std::move(body)), false);
     n0.drain(1);
   };
-  auto chunk = [&](std::size_t at, std::size_t n, std::uint32_t sum = 0) {
-    return stateChunk(dim, at, sum ? sum : crc, std::span<const Real>(other).subspan(at, n));
-  };
+  auto chunk = [&](std::size_t at, std::size_t n) { return stateChunk(dim, at, std::span<const Real>(other).subspan(at, n)); };
+  n0.setStateFetch({.chunk_values = 4, .request_chunks = 1, .window_chunks = 1});
   n0.requestState(1, 1);  // node 1 is never drained: its answer is the one forged here
+  const std::size_t last = (dim - 1) / 4 * 4;  // first value of the last chunk
 
   SUBCASE("chunks in any order; nothing changes until the last one") {
-    send(h, chunk(4, 4));
-    send(h, chunk(8, dim - 8));
+    for (std::size_t at = 4; at < dim; at += 4) send(h, chunk(at, std::min<std::size_t>(4, dim - at)));
     CHECK(n0.node().algorithm().x() == before);
     CHECK_FALSE(n0.takeStateRound());
+    CHECK(n0.stateProgress()->values_have == dim - 4);
     send(h, chunk(0, 4));
     CHECK(n0.node().algorithm().x() == Eigen::Map<const training::Vec>(other.data(), before.size()));
     CHECK(n0.takeStateRound() == Round{7});
     CHECK(n0.stats().states_received == 1);
+    CHECK_FALSE(n0.stateProgress());
   }
-  SUBCASE("a model whose chunks do not match the whole-model checksum is refused") {
-    send(h, chunk(0, 4, crc ^ 1u));
-    send(h, chunk(4, dim - 4, crc ^ 1u));
-    CHECK(n0.stats().rejected.at("state_checksum") == 1);
-    CHECK(n0.node().algorithm().x() == before);
-    CHECK_FALSE(n0.takeStateRound());
-  }
-  SUBCASE("a partial answer is replaced by a newer one") {
-    send(h, chunk(0, 4));
+  SUBCASE("chunks of several rounds are stitched; the node continues from the highest") {
     FrameHeader later = h;
     later.round = 9;
-    send(later, chunk(4, dim - 4));  // round 9 starts afresh: its first 4 values are still missing
-    CHECK_FALSE(n0.takeStateRound());
     send(later, chunk(0, 4));
+    for (std::size_t at = 4; at < dim; at += 4) send(h, chunk(at, std::min<std::size_t>(4, dim - at)));
     CHECK(n0.takeStateRound() == Round{9});
   }
-  SUBCASE("chunks out of range, of another dimension or not finite are rejected") {
-    send(h, stateChunk(dim, dim - 1, crc, std::span<const Real>(other).subspan(0, 2)));
-    send(h, stateChunk(dim + 1, 0, crc, std::span<const Real>(other).subspan(0, 2)));
-    std::vector<Real> bad = {1.0f, std::nanf("")};
-    send(h, stateChunk(dim, 0, crc, bad));
-    send(h, stateChunk(dim, 0, crc, {}));
-    CHECK(n0.stats().rejected.at("bad_state_chunk") == 2);
+  SUBCASE("chunks off the grid, of another length, another dimension or not finite are rejected") {
+    send(h, chunk(2, 4));                                       // not on the grid of 4
+    send(h, chunk(0, 3));                                       // a chunk of the grid is 4 values
+    send(h, stateChunk(dim, last + 4, std::span<const Real>(other).subspan(0, 1)));  // past the end
+    send(h, stateChunk(dim + 1, 0, std::span<const Real>(other).subspan(0, 4)));
+    std::vector<Real> bad = {1.0f, std::nanf(""), 0.0f, 0.0f};
+    send(h, stateChunk(dim, 0, bad));
+    CHECK(n0.stats().rejected.at("bad_state_chunk") == 3);
     CHECK(n0.stats().rejected.at("wrong_dimension") == 1);
     CHECK(n0.stats().rejected.at("non_finite") == 1);
     CHECK(n0.node().algorithm().x() == before);
+    CHECK(n0.stateProgress()->values_have == 0);
+  }
+  SUBCASE("given up, a fetch takes no late chunk") {
+    n0.cancelStateFetch();
+    send(h, chunk(0, 4));
+    CHECK(n0.stats().rejected.at("unrequested_state") == 1);
   }
 }
 
@@ -408,12 +412,96 @@ TEST_CASE("engine: a real neighbour's chunked answer installs its model exactly"
   c.round(0);
   auto& n0 = *c.engines.at(0);
   auto& n2 = *c.engines.at(2);
-  n2.setStateChunk(3);
+  n0.setStateFetch({.chunk_values = 3, .request_chunks = 2, .window_chunks = 4});
   n0.requestState(2, 1);
-  for (int pass = 0; pass < 3; ++pass)
-    for (auto& [id, e] : c.engines) e->drain(1);
+  settle(c, 1);
   CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());
   CHECK(n2.stats().states_sent == 1);
   CHECK(n0.stats().states_received == 1);
   CHECK(n0.stats().frames_received >= (static_cast<std::uint64_t>(n2.node().algorithm().x().size()) + 2) / 3);
+}
+
+TEST_CASE("engine: a model is fetched from several neighbours at once - a silent one's chunks go to the others") {
+  Cluster c(3, "dpsgd", {.name = "fp32"});
+  c.round(0);
+  auto& n0 = *c.engines.at(0);
+  const training::Vec x1 = c.engines.at(1)->node().algorithm().x();
+  const training::Vec x2 = c.engines.at(2)->node().algorithm().x();
+  REQUIRE(x1 != x2);
+  const auto dim = static_cast<std::size_t>(x1.size());
+  const std::size_t C = 2;
+  REQUIRE(dim >= 4 * C);
+  n0.setStateFetch({.chunk_values = C, .request_chunks = 1, .window_chunks = 1, .silence_ms = 100, .first_silence_ms = 100});
+  n0.stepStateFetch(1000);
+  const std::vector<PeerId> both = {1, 2};
+
+  SUBCASE("both serve: every chunk is one of theirs, and both sent some") {
+    n0.requestState(both, 1);
+    settle(c, 1);
+    REQUIRE(n0.takeStateRound() == Round{1});
+    const training::Vec& x = n0.node().algorithm().x();
+    std::size_t from1 = 0, from2 = 0;
+    for (std::size_t at = 0; at < dim; at += C) {
+      const auto n = static_cast<Eigen::Index>(std::min(C, dim - at));
+      const auto i = static_cast<Eigen::Index>(at);
+      const bool is1 = x.segment(i, n) == x1.segment(i, n), is2 = x.segment(i, n) == x2.segment(i, n);
+      CHECK((is1 || is2));
+      from1 += is1;
+      from2 += is2;
+    }
+    CHECK(from1 > 0);
+    CHECK(from2 > 0);
+    CHECK(c.engines.at(1)->stats().states_sent + c.engines.at(2)->stats().states_sent >= 1);
+  }
+  SUBCASE("node 1 falls silent: after silence_ms its chunk goes to node 2, which serves all the rest") {
+    n0.requestState(both, 1);
+    // Only node 2 answers; node 1's requests wait unread.
+    for (int pass = 0; pass < 64; ++pass) {
+      c.engines.at(2)->drain(1);
+      n0.drain(1);
+    }
+    CHECK_FALSE(n0.takeStateRound());
+    const auto stuck = n0.stateProgress();
+    REQUIRE(stuck);
+    CHECK(stuck->values_have == dim - C);  // all but node 1's one chunk
+    CHECK(stuck->sources_serving == 1);
+    n0.stepStateFetch(1000 + 99);  // not yet silent long enough
+    c.engines.at(2)->drain(1);
+    n0.drain(1);
+    CHECK_FALSE(n0.takeStateRound());
+    n0.stepStateFetch(1000 + 100);
+    c.engines.at(2)->drain(1);
+    n0.drain(1);
+    REQUIRE(n0.takeStateRound() == Round{1});
+    CHECK(n0.node().algorithm().x() == x2);
+    // Node 1's late answer, when it finally reads its requests, is refused: the fetch is over.
+    settle(c, 1);
+    CHECK(n0.stats().rejected.at("unrequested_state") >= 1);
+    CHECK(n0.node().algorithm().x() == x2);
+  }
+}
+
+TEST_CASE("engine: a state request off the model or with chunks of 0 or too many values is refused") {
+  Cluster c(2, "dpsgd", {.name = "fp32"});
+  auto& n1 = *c.engines.at(1);
+  const auto dim = static_cast<std::uint64_t>(n1.node().algorithm().x().size());
+  auto ask = [&](std::uint64_t at, std::uint64_t count, std::uint64_t chunk) {
+    Bytes b;
+    ByteWriter w(b);
+    w.put(at);
+    w.put(count);
+    w.put(chunk);
+    FrameHeader h;
+    h.kind = FrameKind::StateRequest;
+    h.sender = 0;
+    h.epoch = static_cast<std::uint32_t>(c.epoch);
+    c.net.deliver(0, 1, header(h, b), std::make_shared<const Bytes>(b), false);
+    n1.drain(0);
+  };
+  ask(0, dim, 0);           // chunks of 0 values
+  ask(1, dim, dim);         // past the end
+  ask(0, dim, 1u << 23);    // chunks larger than a request may ask for
+  ask(0, 1, 1);             // fine: one chunk of one value
+  CHECK(n1.stats().rejected.at("bad_state_request") == 3);
+  CHECK(n1.stats().states_sent == 1);
 }
