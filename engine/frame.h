@@ -38,7 +38,9 @@ namespace gossip::engine {
 
 inline constexpr std::uint32_t kFrameMagic = 0x44505347;  // "GSPD" read as little-endian u32
 // Version 2: bytes 6-7 carry the sender's degree (were reserved flags in version 1).
-inline constexpr std::uint8_t kFrameVersion = 2;
+// Version 3: a StateRequest asks for a range of the model and a State frame carries one chunk of it,
+// without version 2's whole-model checksum (engine/state_transfer.cc).
+inline constexpr std::uint8_t kFrameVersion = 3;
 inline constexpr std::size_t kFrameHeaderBytes = 52;
 // Largest payload accepted (and produced): 1 GiB, far above a 64M-parameter fp32 model.
 inline constexpr std::uint32_t kMaxPayloadBytes = 1u << 30;
@@ -46,8 +48,8 @@ inline constexpr std::uint32_t kMaxPayloadBytes = 1u << 30;
 enum class FrameKind : std::uint8_t {
   Model = 1,        // a round's algorithm message
   EdgeOpen = 2,     // edge handshake: carries the sender's public state (fp64) for the new edge
-  StateRequest = 3, // a joiner asks a neighbour for its model
-  State = 4,        // model transfer (fp64 vector)
+  StateRequest = 3, // a joiner asks a neighbour for a range of its model (engine/state_transfer.cc)
+  State = 4,        // one chunk of a model transfer (Real values)
   Ack = 5,          // per-link delivery acknowledgement (daemon)
   Membership = 6,   // membership gossip (daemon)
   EdgeHello = 7,    // linked mode: "I want this edge; my next round is `round`" (both ends send one)
