@@ -36,12 +36,9 @@ bool StateFetch::isSource(PeerId id) const {
 
 void StateFetch::addSources(std::span<const PeerId> sources, std::uint64_t nowMs) {
   for (PeerId id : sources) {
-    if (Source* s = source(id)) {
-      // Named again: one that never answered is asked again now (it may not have known us yet, or was
-      // fetching a model itself); one that serves keeps its requests in flight.
-      if (!s->served) release(static_cast<std::size_t>(s - sources_.data()), nowMs, 0);
-      continue;
-    }
+    // One already known keeps its requests in flight: asked again while its answer is on the way, it would
+    // send the same chunks twice (silences are the timers' business, in due()).
+    if (source(id)) continue;
     sources_.push_back(Source{.id = id, .heardMs = nowMs});
   }
 }

@@ -55,7 +55,7 @@ class StateFetch {
   StateFetch(std::size_t dim, StateFetchOptions options, std::uint64_t nowMs);
 
   std::size_t dim() const { return values_.size(); }
-  // Adds neighbours to fetch from. One already known that has not answered yet is asked again at once.
+  // Adds neighbours to fetch from (one already known is left as it is).
   void addSources(std::span<const PeerId> sources, std::uint64_t nowMs);
   bool isSource(PeerId id) const;
   // Places a chunk; nullopt when taken (or a harmless duplicate), else the rejection reason.

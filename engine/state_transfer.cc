@@ -22,6 +22,8 @@ namespace {
 // Bounds on what one request may ask for: chunks of at most 4M values (16 MiB of float32), at most 64 of them.
 constexpr std::uint64_t kMaxChunkValues = std::uint64_t{1} << 22;
 constexpr std::uint64_t kMaxChunksPerRequest = 64;
+// Requests of one requester kept for the end of a round (a fetch has window_chunks / request_chunks = 4).
+constexpr std::uint64_t kMaxWaitingRequests = 16;
 }  // namespace
 
 void NodeEngine::setStateFetch(StateFetchOptions options) { fetchOpts_ = options; }
@@ -78,8 +80,17 @@ void NodeEngine::receiveStateRequest(const FrameHeader& h, const Bytes& payload)
     ++stats_.state_requests_declined;
     return;
   }
-  if (linked_ && inRound_) {
-    // Mid-round our model is half-way (local steps taken, not yet mixed): answer after the mix.
+  if (linked_ && inRound_ && !stateless_) {
+    // Mid-round a replica method's model is half-way (local steps taken, not yet mixed): answer after the
+    // mix. A request asked again meanwhile is kept once, and a requester has at most a window's worth
+    // waiting. (A stateless model mid-round is an SGD iterate like any other, and its round may wait a
+    // whole deadline for this very requester's frame: answered at once.)
+    const auto mine = std::count_if(stateWanted_.begin(), stateWanted_.end(), [&](const StateAsk& w) { return w.to == a.to; });
+    const bool again = std::any_of(stateWanted_.begin(), stateWanted_.end(), [&](const StateAsk& w) {
+      return w.to == a.to && w.at == a.at && w.count == a.count && w.chunk == a.chunk;
+    });
+    if (again) return;
+    if (static_cast<std::uint64_t>(mine) >= kMaxWaitingRequests) return reject("state_requests_flood");
     stateWanted_.push_back(a);
     return;
   }

@@ -327,3 +327,76 @@ TEST_CASE("a stateless node far behind its neighbours catches up without waiting
   for (PeerId i : {0u, 1u}) CHECK(n.engines.at(i)->stats().messages_missing == 0);  // they waited for it
   for (auto& [id, e] : n.engines) CHECK(e->node().algorithm().x().allFinite());
 }
+
+TEST_CASE("replica method: state requests that come mid-round are answered after the mix - each once - at most 16 per requester") {
+  Problem p(3, {.name = "topk", .ratio = 0.5});
+  Net n(p, "choco");
+  startLinked(n, 3);
+  Rng rng(11);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 3, now);
+  auto& e1 = *n.engines.at(1);
+  // Node 1 alone goes on: it begins round 3 and waits there for its neighbours' frames.
+  for (int k = 0; k < 100 && !e1.inRound(); ++k) step(*n.drivers.at(1), now++, 4);
+  REQUIRE(e1.inRound());
+  // Node 0 asks node 1 for its first value, in chunks of `chunk` values: requests that differ only there
+  // are distinct requests (the model has few values).
+  auto ask = [&](std::uint64_t chunk) {
+    Bytes b;
+    ByteWriter w(b);
+    w.put(std::uint64_t{0});
+    w.put(std::uint64_t{1});
+    w.put(chunk);
+    FrameHeader h;
+    h.kind = FrameKind::StateRequest;
+    h.sender = 0;
+    h.round = 3;
+    sealPayload(h, b);
+    Bytes head;
+    encodeFrameHeader(h, head);
+    n.net.deliver(0, 1, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
+  };
+  ask(1);
+  ask(1);  // asked again while waiting: kept once
+  for (std::uint64_t chunk = 2; chunk <= 16; ++chunk) ask(chunk);
+  ask(17);  // the 17th distinct request waiting: refused
+  n.drivers.at(1)->pump(now);
+  CHECK(e1.inRound());
+  CHECK(e1.stats().rejected.count("state_requests_flood") == 1);
+  CHECK(e1.stats().rejected.at("state_requests_flood") == 1);
+  CHECK(e1.stats().states_sent == 0);  // nothing answered mid-round
+  runLinked(n, rng, 5, now);
+  CHECK(e1.stats().states_sent == 16);  // answered after the mix, each request once
+  // Node 0 never asked: every answer is refused there, one per request kept (16, not 17 or 18).
+  CHECK(n.engines.at(0)->stats().rejected.at("unrequested_state") == 16);
+}
+
+TEST_CASE("stateless method: a state request that comes mid-round is answered at once") {
+  // Its round may be waiting a whole deadline for the requester's own frame (a joiner sends none while it
+  // fetches); its model mid-round is an SGD iterate like any other.
+  Problem p(3, {.name = "topk", .ratio = 0.5});
+  Net n(p, "deepsqueeze");
+  startLinked(n, 3);
+  Rng rng(12);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 3, now);
+  auto& e1 = *n.engines.at(1);
+  for (int k = 0; k < 100 && !e1.inRound(); ++k) step(*n.drivers.at(1), now++, 4);
+  REQUIRE(e1.inRound());
+  Bytes b;
+  ByteWriter w(b);
+  w.put(std::uint64_t{0});
+  w.put(std::uint64_t{1});
+  w.put(std::uint64_t{1});
+  FrameHeader h;
+  h.kind = FrameKind::StateRequest;
+  h.sender = 0;
+  h.round = 3;
+  sealPayload(h, b);
+  Bytes head;
+  encodeFrameHeader(h, head);
+  n.net.deliver(0, 1, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
+  n.drivers.at(1)->pump(now);
+  CHECK(e1.inRound());
+  CHECK(e1.stats().states_sent == 1);
+}

@@ -339,7 +339,8 @@ TEST_CASE("engine: a node fetching the model itself declines state requests - re
   CHECK(n0.node().algorithm().x() == before);
   CHECK_FALSE(n0.takeStateRound().has_value());
   n2.holdEdges(false, 0);
-  n0.requestState(2, 1);  // asked again by name: tried again at once
+  n0.stepStateFetch(500);   // node 2 silent for first_silence_ms: its chunk is released (and it is paused as long)
+  n0.stepStateFetch(1000);  // asked again
   settle(c, 1);
   CHECK(n2.stats().states_sent == 1);
   CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());

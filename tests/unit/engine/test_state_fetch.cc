@@ -85,7 +85,7 @@ TEST_CASE("state fetch: a source that served and fell silent loses its chunks to
   CHECK(f.round() == 5);
 }
 
-TEST_CASE("state fetch: a source that never answered is asked again when named again - silent its chunks go on") {
+TEST_CASE("state fetch: a source that never answered loses its chunks after first_silence_ms - named again it is not asked twice") {
   StateFetch f(20, {.chunk_values = 10, .request_chunks = 1, .window_chunks = 1, .silence_ms = 50, .first_silence_ms = 20}, 0);
   const std::vector<PeerId> src = {1, 2};
   f.addSources(src, 0);
@@ -93,23 +93,23 @@ TEST_CASE("state fetch: a source that never answered is asked again when named a
   f.due(0, asks);
   REQUIRE(asks.size() == 2);  // chunk 0 to 1, chunk 1 to 2
   asks.clear();
-  const std::vector<PeerId> one = {1};
-  f.addSources(one, 3);  // named again before it answered: asked again at once (it may not have known us)
+  f.addSources(src, 3);  // named again while their answers are on the way: nothing is asked twice
   f.due(3, asks);
-  REQUIRE(asks.size() == 1);
-  CHECK(asks[0].to == 1);
-  CHECK(asks[0].at == 0);
+  CHECK(asks.empty());
   CHECK_FALSE(f.place(2, 5, 10, ones(10, 2), 5));
-  asks.clear();
-  const std::vector<PeerId> two = {2};
-  f.addSources(two, 6);  // a source that serves keeps its requests as they are
-  f.due(6, asks);
+  f.due(19, asks);  // source 1 silent for 19 ms
   CHECK(asks.empty());
-  f.due(22, asks);  // source 1 silent for 19 ms since it was asked again
-  CHECK(asks.empty());
-  f.due(23, asks);  // 20 ms: its chunk goes to source 2
+  f.due(20, asks);  // 20 ms: its chunk goes to source 2
   REQUIRE(asks.size() == 1);
   CHECK(asks[0].to == 2);
+  CHECK(asks[0].at == 0);
+  asks.clear();
+  // Source 2 (it served: silence_ms) falls silent too; source 1, paused for first_silence_ms, takes the chunk.
+  f.due(69, asks);
+  CHECK(asks.empty());
+  f.due(70, asks);
+  REQUIRE(asks.size() == 1);
+  CHECK(asks[0].to == 1);
   CHECK(asks[0].at == 0);
 }
 
