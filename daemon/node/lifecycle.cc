@@ -28,6 +28,13 @@ void Lifecycle::rejoined(Round next, std::uint64_t now) {
 bool Lifecycle::lateStarter() const { return resumed_ || p_.incarnation > 0 || id_ >= c_.cluster.nodes; }
 
 Lifecycle::Outcome Lifecycle::step(std::uint64_t now) {
+  if (!stepped_) {
+    // cluster.start_timeout_ms counts from here, when the node has its data and model and begins to join,
+    // not from the process's start: a 100M-parameter synthetic problem took 60 s to generate, and the
+    // joiner gave up at its first step ("no seed answered within 60000 ms; tried 0 times").
+    stepped_ = true;
+    if (state_ == NodeState::Joining) since_ = now;
+  }
   // While joining the engine has no view yet: frames for it wait in its queue (early edge proposals are
   // answered once the view is installed instead of being refused).
   if (state_ != NodeState::Joining) p_.driver->pump(now);

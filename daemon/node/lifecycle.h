@@ -111,6 +111,7 @@ class Lifecycle {
   Parts p_;
   NodeState state_ = NodeState::Joining;
   std::uint64_t since_ = 0;       // when the phase began (ms)
+  bool stepped_ = false;          // the first step() set since_: the join begins there, not at construction
   std::uint64_t stateAskedAt_ = 0;  // when the view's neighbours were last added as sources of the fetch
   std::uint64_t stateLoggedAt_ = 0;  // the last progress line of a state transfer
   bool resumed_ = false;          // loaded a checkpoint (or rejoined)
