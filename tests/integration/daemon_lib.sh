@@ -4,19 +4,22 @@ set -euo pipefail
 GOSSIPD=${GOSSIPD:?set GOSSIPD to the gossipd binary}
 WORK=$(mktemp -d /tmp/gossipd-test.XXXXXX)
 PIDS=()
+# fd 3 is the test's stderr for good: a fail() inside a wait_for predicate (whose output wait_for sends to
+# /dev/null) and the cleanup that follows it still print what failed.
+exec 3>&2
 cleanup() {
   local rc=$?
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ "$rc" != 0 ]; then
-    echo "--- logs (test failed, rc=$rc) ---" >&2
-    for f in "$WORK"/*/log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n ${LOG_LINES:-15} "$f" >&2; }; done
+    echo "--- logs (test failed, rc=$rc) ---" >&3
+    for f in "$WORK"/*/log; do [ -f "$f" ] && { echo "== $f" >&3; tail -n ${LOG_LINES:-15} "$f" >&3; }; done
   fi
-  if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK (KEEP_WORK)" >&2; else rm -rf "$WORK"; fi
+  if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK (KEEP_WORK)" >&3; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail() { echo "FAIL: $*" >&3; exit 1; }
 
 # wait_for DEADLINE_S DESCRIPTION COMMAND...: polls COMMAND every 50 ms until it succeeds.
 wait_for() {
@@ -37,7 +40,7 @@ start_node() {
   local seeds=()
   [ -n "$seed" ] && seeds=(--set "cluster.seeds=[\"$seed\"]")
   "$GOSSIPD" run "$@" --set node.id="$id" --set node.data_dir="$dir" --set node.listen=tcp://127.0.0.1:0 \
-    "${seeds[@]}" >>"$dir/log" 2>&1 &
+    "${seeds[@]}" >>"$dir/log" 2>&1 3>&- &
   NODE_PID[$id]=$!
   PIDS+=($!)
 }

@@ -11,11 +11,13 @@ args=(--set data.format=synthetic --set data.synthetic_dim=4000000 --set data.sy
       --set compressor.name=fp32 --set algorithm.rounds=100000000 --set monitor.eval_every=0
       --set monitor.status_every_ms=100 --set cluster.start_timeout_ms=200 --set node.checkpoint_every=0)
 start_node 0 "" "${args[@]}"
-wait_for 60 "node 0 to write its endpoint" test -s "$WORK/node-0/endpoint"
+# Node 0 up and answering (it trains alone after its own 200 ms), so that only node 1's set-up is slow.
+state_is() { [ "$(status_field "$1" state)" = "$2" ]; }
+wait_for 60 "node 0 to train" state_is 0 training
 t0=$SECONDS
 start_node 1 "$(endpoint_of 0)" "${args[@]}"
 training() {
-  [ "$(status_field "$1" state)" = training ] && [ "$(status_field "$1" alive)" = 2 ] && return 0
+  state_is "$1" training && [ "$(status_field "$1" alive)" = 2 ] && return 0
   kill -0 "${NODE_PID[$1]}" 2>/dev/null || fail "node $1 exited: $(tail -n 1 "$WORK/node-$1/log")"
   return 1
 }
