@@ -188,6 +188,13 @@ bool NodeEngine::neighbourAt(Round t) const {
   return std::any_of(lastSent_.begin(), lastSent_.end(), [&](const auto& s) { return s.second >= t; });
 }
 
+bool NodeEngine::isFetching(PeerId j) const {
+  const auto f = fetching_.find(j);
+  if (f == fetching_.end()) return false;
+  const Member* m = member(j);
+  return m && m->incarnation == f->second;
+}
+
 bool NodeEngine::roundReady(Round t) const {
   if (!linked_) return true;
   if (stateless_) {
@@ -200,6 +207,7 @@ bool NodeEngine::roundReady(Round t) const {
     // one round per deadline (seen in the docker chaos test after a restart).
     // Counting distinct senders also keeps a replayed frame from standing in for another neighbour's.
     return std::all_of(sendTo_.begin(), sendTo_.end(), [&](PeerId j) {
+      if (isFetching(j)) return true;  // it fetches a model: no frame of it will come
       const auto s = lastSent_.find(j);
       if (s != lastSent_.end() && s->second >= t) return true;  // its frame for t is here or will not come
       return std::any_of(inbox_.begin(), inbox_.end(), [&](const Inbound& in) { return in.round == t && in.sender == j; });
@@ -380,6 +388,10 @@ void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
 bool NodeEngine::acceptLinkedModel(const FrameHeader& h, Round current) {
   const PeerId j = h.sender;
   if (stateless_) {
+    // It sends model frames: it has its model and mixes. Our frame of the round in progress, skipped while
+    // it fetched, goes now: it may be waiting for exactly that round.
+    if (fetching_.erase(j) && inRound_ && roundHeader_ && std::binary_search(sendTo_.begin(), sendTo_.end(), j))
+      sendFrame(j, *roundHeader_, payload_, nullptr);
     if (!std::binary_search(sendTo_.begin(), sendTo_.end(), j)) return reject("not_neighbor"), false;
     // The round of j's most recent frame, not the highest ever seen: a forged far-future frame then stops
     // the waiting for j for at most the rounds until j's next real frame.
@@ -435,7 +447,9 @@ void NodeEngine::linkedBegin(Round t, FrameHeader h) {
   if (stateless_) {
     myDegree_ = static_cast<std::uint16_t>(sendTo_.size());
     h.degree = myDegree_;
-    for (PeerId j : sendTo_) sendFrame(j, h, payload_, nullptr);
+    roundHeader_ = h;
+    for (PeerId j : sendTo_)
+      if (!isFetching(j)) sendFrame(j, h, payload_, nullptr);
     return;
   }
   std::uint16_t degree = 0;

@@ -73,6 +73,7 @@ void NodeEngine::receiveStateRequest(const FrameHeader& h, const Bytes& payload)
   if (a.chunk == 0 || a.chunk > kMaxChunkValues || a.at > dim || a.count > dim - a.at ||
       (a.count + a.chunk - 1) / a.chunk > kMaxChunksPerRequest)
     return reject("bad_state_request");
+  if (linked_ && stateless_) fetching_[h.sender] = h.incarnation;  // until its first model frame (links.cc)
   if (holdEdges_) {
     // We are fetching the current model ourselves (a restart, a late joiner, a rejoin): ours is not it.
     // Answered, it replaced a restarted node's checkpointed model with a joiner's untrained one, and that

@@ -400,3 +400,48 @@ TEST_CASE("stateless method: a state request that comes mid-round is answered at
   CHECK(e1.inRound());
   CHECK(e1.stats().states_sent == 1);
 }
+
+TEST_CASE("stateless method: a neighbour that asked for our model gets no model frames - nor is waited for - until it sends one") {
+  Problem p(3, {.name = "topk", .ratio = 0.5});
+  Net n(p, "deepsqueeze");
+  startLinked(n, 3);
+  Rng rng(13);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 3, now);
+  std::map<std::pair<PeerId, PeerId>, int> sent;
+  n.net.setDropRule([&](PeerId from, PeerId to) {
+    ++sent[{from, to}];
+    return false;
+  });
+  // Node 0 fetches a model (as a joiner does): it asks nodes 1 and 2, and from now on runs no round.
+  for (PeerId to : {PeerId{1}, PeerId{2}}) {
+    Bytes b;
+    ByteWriter w(b);
+    w.put(std::uint64_t{0});
+    w.put(std::uint64_t{1});
+    w.put(std::uint64_t{1});
+    FrameHeader h;
+    h.kind = FrameKind::StateRequest;
+    h.sender = 0;
+    h.round = 3;
+    sealPayload(h, b);
+    Bytes head;
+    encodeFrameHeader(h, head);
+    n.net.deliver(0, to, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
+  }
+  // Nodes 1 and 2 go on to round 8 without node 0 (this scheduler has no deadline: a wait would hang).
+  for (int k = 0; k < 100000 && (n.engines.at(1)->nextRound() < 8 || n.engines.at(2)->nextRound() < 8); ++k) {
+    step(*n.drivers.at(1), now, 8);
+    step(*n.drivers.at(2), now, 8);
+    ++now;
+  }
+  CHECK(n.engines.at(1)->nextRound() >= 8);
+  CHECK(n.engines.at(2)->nextRound() >= 8);
+  CHECK(sent[{1, 0}] <= 1);  // at most a state chunk (node 0's request): no model frame
+  CHECK(sent[{2, 0}] <= 1);
+  CHECK(sent[{1, 2}] >= 5);
+  // Node 0 trains again: its first model frame makes them send to it (and wait for it) again.
+  runLinked(n, rng, 14, now);
+  CHECK(sent[{1, 0}] >= 3);
+  CHECK(sent[{2, 0}] >= 3);
+}
