@@ -65,7 +65,10 @@ namespace gossip::engine {
 
 struct LinkOptions {
   topology::TopologyParams topology;   // the graph of each view; generators are pure (same view, same graph)
-  std::uint64_t retransmit_ms = 200;   // replica methods: resend unacknowledged frames after this long
+  std::uint64_t retransmit_ms = 200;   // replica methods: resend unacknowledged frames after this long...
+  // ...plus the time they take to send at this rate (bytes per ms; 1250 = 10 Mbit/s): a large frame is not
+  // resent while it may still be on its way.
+  std::uint64_t retransmit_min_bytes_per_ms = 1250;
   std::uint64_t hello_timeout_ms = 1000;  // a proposal unanswered this long is cancelled and retried
   std::uint64_t hello_retry_ms = 100;  // a declined (or cancelled) proposal is retried after this long
 };
@@ -244,6 +247,7 @@ class NodeEngine {
   void propose(PeerId id, Link& l, std::uint64_t nowMs);
 
   void sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep);
+  std::uint64_t retransmitAfterMs(const std::vector<Sent>& unacked) const;
 
   PeerId self_;
   Incarnation incarnation_;

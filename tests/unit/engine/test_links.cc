@@ -49,6 +49,7 @@ struct Net {
   std::map<PeerId, std::unique_ptr<RoundDriver>> drivers;  // linked nodes: the daemon's policy
   std::map<PeerId, Incarnation> incarnations;
   topology::TopologyParams topo;
+  std::uint64_t minRate = 1250;  // LinkOptions::retransmit_min_bytes_per_ms of nodes added from now on
 
   Net(Problem& problem, std::string algo) : p(problem), algorithm(std::move(algo)) { topo.kind = topology::Kind::Ring; }
 
@@ -68,7 +69,8 @@ struct Net {
     auto e = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
                                           *transports[id]);
     if (linked) {
-      e->enableLinks({.topology = topo, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
+      e->enableLinks({.topology = topo, .retransmit_ms = 20, .retransmit_min_bytes_per_ms = minRate, .hello_timeout_ms = 50,
+                      .hello_retry_ms = 5});
       drivers[id] = std::make_unique<RoundDriver>(*e, RoundDriverOptions{.barrier = StartBarrier::EveryRound});
     }
     incarnations[id] = inc;
@@ -444,4 +446,35 @@ TEST_CASE("stateless method: a neighbour that asked for our model gets no model 
   runLinked(n, rng, 14, now);
   CHECK(sent[{1, 0}] >= 3);
   CHECK(sent[{2, 0}] >= 3);
+}
+
+TEST_CASE("replica method: an unacknowledged frame is resent only after retransmit_ms plus its time to leave at the minimum rate") {
+  Problem p(2, {.name = "topk", .ratio = 0.5});
+  Net n(p, "choco");
+  n.minRate = 1;  // one byte per ms: a frame of B bytes waits 20 + B ms
+  startLinked(n, 2);
+  Rng rng(14);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 3, now);
+  // Everything node 0 sends node 1 for 300 ms is lost; note when the first frame went, and when node 0
+  // first resent anything.
+  std::optional<std::uint64_t> firstLost, firstResend;
+  n.net.setDropRule([&](PeerId from, PeerId to) {
+    if (from != 0 || to != 1) return false;
+    if (!firstLost) firstLost = now;
+    return now < *firstLost + 300;
+  });
+  auto& e0 = *n.engines.at(0);
+  const auto before = e0.stats().retransmitted;
+  for (int k = 0; k < 100000 && !(firstResend && n.engines.at(1)->nextRound() >= 6); ++k) {
+    for (PeerId id : {PeerId{0}, PeerId{1}}) step(*n.drivers.at(id), now, 6);
+    if (!firstResend && e0.stats().retransmitted > before) firstResend = now;
+    ++now;
+  }
+  REQUIRE(firstLost);
+  REQUIRE(firstResend);
+  // A model frame here is a few hundred bytes: at one byte per ms it is resent no sooner than 20 ms plus
+  // that many ms after it was lost (without the size term: after 20 ms).
+  CHECK(*firstResend >= *firstLost + 20 + 100);
+  CHECK(n.engines.at(1)->nextRound() >= 6);  // and the resend got through
 }

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# State transfer of a large model to a late joiner over capped links (issue 29): SOURCES daemons train
+# DeepSqueeze top-1% on a synthetic logistic model of DIM parameters on a complete graph, each in a network
+# namespace of its own with tc tbf at RATE on both ends of its link (tests/netns/netns_lib.sh); once they
+# train, a new node (node.id = SOURCES, a late joiner) starts in a host of its own, capped the same way, and
+# fetches the current model from its neighbours. Compressed training leaves the links mostly to the transfer
+# (a round sends ~1% of the model); the joiner's download bandwidth is RATE.
+#   transfer_s   from the joiner's "fetching the current model" line to its "state transfer done" line
+#                (the daemon's own log timestamps)
+#   from_listen_s  from the joiner's "listening on" line (its join begins) to "state transfer done": the
+#                measure builds before the fetch line existed can be compared on
+#   bound_s      1.2 * model bytes / RATE + 5 s (the issue's target)
+#   mb_per_s     model bytes / transfer_s
+# Also what the joiner logged instead, when it did not finish ("no state transfer within 5 s", or training
+# from round 0 after its rejoins), and the suspicions and rejoins the transfer caused.
+#   sudo bench/state_transfer.sh GOSSIPD OUT.json     env DIM (25000000) RATE (100mbit) SOURCES (2) ALGO (deepsqueeze)
+set -euo pipefail
+GOSSIPD=$(realpath "$1")
+OUT=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../tests/netns/netns_lib.sh"
+netns_require
+DIM=${DIM:-25000000}
+RATE=${RATE:-100mbit}
+SOURCES=${SOURCES:-2}
+ALGO=${ALGO:-deepsqueeze}  # or choco (a replica method: its edges' public states follow the model, one EdgeOpen each way)
+N=$((SOURCES + 1))
+WORK=$(mktemp -d /tmp/gossipd-st.XXXXXX)
+PIDS=()
+NODE_PID=()
+# LOGS=DIR keeps every node's log there.
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; netns_cleanup
+      [ -z "${LOGS:-}" ] || { mkdir -p "$LOGS"; for d in "$WORK"/node-*; do cp "$d/log" "$LOGS/$(basename "$d").log" 2>/dev/null || true; done; }
+      rm -rf "$WORK"' EXIT
+netns_setup $N
+netns_cap "$RATE"
+SETS=(--set cluster.nodes=$SOURCES --set cluster.topology=complete --set algorithm.rounds=100000000
+      --set data.format=synthetic --set data.synthetic_dim=$((DIM - 1)) --set data.synthetic_samples=1
+      --set algorithm.batch=1 --set model.kind=logistic --set algorithm.name=$ALGO
+      --set compressor.name=topk --set compressor.ratio=0.01 --set algorithm.lr=0.01
+      --set node.checkpoint_every=0 --set monitor.status_every_ms=200 --set node.http=)
+round_of() { /usr/bin/python3 -c 'import json,sys
+try: print(json.load(open(sys.argv[1])).get("round", 0))
+except Exception: print(0)' "$WORK/node-$1/status.json"; }
+wait_until() {  # SECONDS WHAT CMD...
+  local end=$((SECONDS + $1)) what=$2; shift 2
+  until "$@"; do
+    [ $SECONDS -lt $end ] || { tail -n 5 "$WORK"/node-*/log >&2; echo "state_transfer: timed out waiting for $what" >&2; exit 1; }
+    sleep 0.5
+  done
+}
+trains() { local i; for ((i = 0; i < SOURCES; i++)); do [ "$(round_of $i)" -ge 3 ] || return 1; done; }
+for ((i = 0; i < SOURCES; i++)); do netns_start_gossipd $i "${SETS[@]}"; done
+wait_until 600 "the $SOURCES sources to pass round 3" trains
+netns_start_gossipd $SOURCES "${SETS[@]}"
+J=$WORK/node-$SOURCES/log
+ended() { grep -sqE "state transfer done|no state transfer within|kept its own checkpoint|training from round" "$J"; }
+wait_until 900 "the joiner to end its state transfer" ended
+/usr/bin/python3 - "$J" "$OUT" "$DIM" "$RATE" "$SOURCES" "$WORK" "$ALGO" <<'PY'
+import datetime, json, re, sys
+log, out, dim, rate, sources, work, algo = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6], sys.argv[7]
+def count(path, pattern):
+    return sum(1 for line in open(path) if re.search(pattern, line))
+def at(pattern):
+    for line in open(log):
+        if re.search(pattern, line):
+            return datetime.datetime.fromisoformat(line.split()[0].rstrip("Z")), line.strip()
+    return None, None
+t0, _ = at(r"fetching the current model")
+tl, _ = at(r"listening on")
+t1, done = at(r"state transfer done")
+_, other = at(r"no state transfer within|kept its own checkpoint")
+units = {"kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8}
+m = re.fullmatch(r"([0-9.]+)([kmg]bit)", rate)
+bps = float(m.group(1)) * units[m.group(2)]
+model = dim * 4
+res = {"algorithm": algo, "dim": dim, "model_mb": model / 1e6, "rate": rate, "sources": sources,
+       "ideal_s": round(model / bps, 2), "bound_s": round(1.2 * model / bps + 5, 2)}
+if t1 and tl:
+    res["from_listen_s"] = round((t1 - tl).total_seconds(), 2)
+if t0 and t1:
+    s = (t1 - t0).total_seconds()
+    res.update(transfer_s=round(s, 2), mb_per_s=round(model / 1e6 / s, 2), within_bound=s <= res["bound_s"])
+else:
+    res.update(transfer_s=None)
+if not t1:
+    te, end = at(r"training from round")
+    res["outcome"] = other or end or "no end line"
+    if te and tl:
+        res["gave_up_after_s"] = round((te - tl).total_seconds(), 2)
+# What the transfer did to the failure detector: the joiner's suspicions of others and its own death
+# verdicts (each one a rejoin), and the sources' suspicions, until the joiner's transfer ended.
+res["joiner_suspicions"] = count(log, r"\) suspected")
+res["joiner_rejoins"] = count(log, r"declared dead by the cluster")
+res["source_suspicions"] = sum(count(f"{work}/node-{i}/log", r"\) suspected") for i in range(sources))
+json.dump(res, open(out, "w"), indent=1)
+print(json.dumps(res))
+PY
