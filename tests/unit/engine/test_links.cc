@@ -148,6 +148,35 @@ void startLinked(Net& net, std::uint32_t n) {
   for (auto& [id, e] : net.engines) e->setMembers(net.view(), 0, 0);
 }
 
+// Three linked nodes of `algorithm` run to round 3; then node 1 alone begins round 3 and waits there for its
+// neighbours' frames. Returns node 1's engine.
+NodeEngine& node1MidRound(Net& n, std::uint64_t seed, std::uint64_t& now) {
+  startLinked(n, 3);
+  Rng rng(seed);
+  runLinked(n, rng, 3, now);
+  auto& e1 = *n.engines.at(1);
+  for (int k = 0; k < 100 && !e1.inRound(); ++k) step(*n.drivers.at(1), now++, 4);
+  REQUIRE(e1.inRound());
+  return e1;
+}
+
+// A StateRequest from `from` to `to` (engine/state_transfer.cc): values [at, at + count) in chunks of `chunk`.
+void askState(Net& n, PeerId from, PeerId to, std::uint64_t at, std::uint64_t count, std::uint64_t chunk, Round round) {
+  Bytes b;
+  ByteWriter w(b);
+  w.put(at);
+  w.put(count);
+  w.put(chunk);
+  FrameHeader h;
+  h.kind = FrameKind::StateRequest;
+  h.sender = from;
+  h.round = round;
+  sealPayload(h, b);
+  Bytes head;
+  encodeFrameHeader(h, head);
+  n.net.deliver(from, to, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
+}
+
 }  // namespace
 
 TEST_CASE("linked mode computes the synchronous mode's models bit for bit - with and without lost frames") {
@@ -333,31 +362,11 @@ TEST_CASE("a stateless node far behind its neighbours catches up without waiting
 TEST_CASE("replica method: state requests that come mid-round are answered after the mix - each once - at most 16 per requester") {
   Problem p(3, {.name = "topk", .ratio = 0.5});
   Net n(p, "choco");
-  startLinked(n, 3);
-  Rng rng(11);
   std::uint64_t now = 0;
-  runLinked(n, rng, 3, now);
-  auto& e1 = *n.engines.at(1);
-  // Node 1 alone goes on: it begins round 3 and waits there for its neighbours' frames.
-  for (int k = 0; k < 100 && !e1.inRound(); ++k) step(*n.drivers.at(1), now++, 4);
-  REQUIRE(e1.inRound());
+  auto& e1 = node1MidRound(n, 11, now);
   // Node 0 asks node 1 for its first value, in chunks of `chunk` values: requests that differ only there
   // are distinct requests (the model has few values).
-  auto ask = [&](std::uint64_t chunk) {
-    Bytes b;
-    ByteWriter w(b);
-    w.put(std::uint64_t{0});
-    w.put(std::uint64_t{1});
-    w.put(chunk);
-    FrameHeader h;
-    h.kind = FrameKind::StateRequest;
-    h.sender = 0;
-    h.round = 3;
-    sealPayload(h, b);
-    Bytes head;
-    encodeFrameHeader(h, head);
-    n.net.deliver(0, 1, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
-  };
+  auto ask = [&](std::uint64_t chunk) { askState(n, 0, 1, 0, 1, chunk, 3); };
   ask(1);
   ask(1);  // asked again while waiting: kept once
   for (std::uint64_t chunk = 2; chunk <= 16; ++chunk) ask(chunk);
@@ -367,6 +376,7 @@ TEST_CASE("replica method: state requests that come mid-round are answered after
   CHECK(e1.stats().rejected.count("state_requests_flood") == 1);
   CHECK(e1.stats().rejected.at("state_requests_flood") == 1);
   CHECK(e1.stats().states_sent == 0);  // nothing answered mid-round
+  Rng rng(21);
   runLinked(n, rng, 5, now);
   CHECK(e1.stats().states_sent == 16);  // answered after the mix, each request once
   // Node 0 never asked: every answer is refused there, one per request kept (16, not 17 or 18).
@@ -378,26 +388,9 @@ TEST_CASE("stateless method: a state request that comes mid-round is answered at
   // fetches); its model mid-round is an SGD iterate like any other.
   Problem p(3, {.name = "topk", .ratio = 0.5});
   Net n(p, "deepsqueeze");
-  startLinked(n, 3);
-  Rng rng(12);
   std::uint64_t now = 0;
-  runLinked(n, rng, 3, now);
-  auto& e1 = *n.engines.at(1);
-  for (int k = 0; k < 100 && !e1.inRound(); ++k) step(*n.drivers.at(1), now++, 4);
-  REQUIRE(e1.inRound());
-  Bytes b;
-  ByteWriter w(b);
-  w.put(std::uint64_t{0});
-  w.put(std::uint64_t{1});
-  w.put(std::uint64_t{1});
-  FrameHeader h;
-  h.kind = FrameKind::StateRequest;
-  h.sender = 0;
-  h.round = 3;
-  sealPayload(h, b);
-  Bytes head;
-  encodeFrameHeader(h, head);
-  n.net.deliver(0, 1, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
+  auto& e1 = node1MidRound(n, 12, now);
+  askState(n, 0, 1, 0, 1, 1, 3);
   n.drivers.at(1)->pump(now);
   CHECK(e1.inRound());
   CHECK(e1.stats().states_sent == 1);
@@ -416,21 +409,7 @@ TEST_CASE("stateless method: a neighbour that asked for our model gets no model 
     return false;
   });
   // Node 0 fetches a model (as a joiner does): it asks nodes 1 and 2, and from now on runs no round.
-  for (PeerId to : {PeerId{1}, PeerId{2}}) {
-    Bytes b;
-    ByteWriter w(b);
-    w.put(std::uint64_t{0});
-    w.put(std::uint64_t{1});
-    w.put(std::uint64_t{1});
-    FrameHeader h;
-    h.kind = FrameKind::StateRequest;
-    h.sender = 0;
-    h.round = 3;
-    sealPayload(h, b);
-    Bytes head;
-    encodeFrameHeader(h, head);
-    n.net.deliver(0, to, std::move(head), std::make_shared<const Bytes>(std::move(b)), false);
-  }
+  for (PeerId to : {PeerId{1}, PeerId{2}}) askState(n, 0, to, 0, 1, 1, 3);
   // Nodes 1 and 2 go on to round 8 without node 0 (this scheduler has no deadline: a wait would hang).
   for (int k = 0; k < 100000 && (n.engines.at(1)->nextRound() < 8 || n.engines.at(2)->nextRound() < 8); ++k) {
     step(*n.drivers.at(1), now, 8);
