@@ -14,6 +14,7 @@
 # Also what the joiner logged instead, when it did not finish ("no state transfer within 5 s", or training
 # from round 0 after its rejoins), and the suspicions and rejoins the transfer caused.
 #   sudo bench/state_transfer.sh GOSSIPD OUT.json     env DIM (25000000) RATE (100mbit) SOURCES (2) ALGO (deepsqueeze)
+#                                                      SOURCE_RATE (unset: the sources' links at RATE too)
 set -euo pipefail
 GOSSIPD=$(realpath "$1")
 OUT=$2
@@ -34,6 +35,14 @@ trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/
       rm -rf "$WORK"' EXIT
 netns_setup $N
 netns_cap "$RATE"
+# SOURCE_RATE: the sources' links capped lower than the joiner's, so that one source's upload is the limit
+# and several sources together can fill the joiner's download (what fetching from several buys).
+if [ -n "${SOURCE_RATE:-}" ]; then
+  for ((i = 0; i < SOURCES; i++)); do
+    ip netns exec "$(netns_name $i)" tc qdisc replace dev eth0 root tbf rate "$SOURCE_RATE" burst 32kbit latency 400ms
+    ip netns exec "$NETNS_SW" tc qdisc replace dev "$(netns_veth $i)" root tbf rate "$SOURCE_RATE" burst 32kbit latency 400ms
+  done
+fi
 SETS=(--set cluster.nodes=$SOURCES --set cluster.topology=complete --set algorithm.rounds=100000000
       --set data.format=synthetic --set data.synthetic_dim=$((DIM - 1)) --set data.synthetic_samples=1
       --set algorithm.batch=1 --set model.kind=logistic --set algorithm.name=$ALGO
@@ -56,9 +65,10 @@ netns_start_gossipd $SOURCES "${SETS[@]}"
 J=$WORK/node-$SOURCES/log
 ended() { grep -sqE "state transfer done|no state transfer within|kept its own checkpoint|training from round" "$J"; }
 wait_until 900 "the joiner to end its state transfer" ended
-/usr/bin/python3 - "$J" "$OUT" "$DIM" "$RATE" "$SOURCES" "$WORK" "$ALGO" <<'PY'
+/usr/bin/python3 - "$J" "$OUT" "$DIM" "$RATE" "$SOURCES" "$WORK" "$ALGO" "${SOURCE_RATE:-}" <<'PY'
 import datetime, json, re, sys
 log, out, dim, rate, sources, work, algo = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6], sys.argv[7]
+source_rate = sys.argv[8] or rate
 def count(path, pattern):
     return sum(1 for line in open(path) if re.search(pattern, line))
 def at(pattern):
@@ -71,11 +81,14 @@ tl, _ = at(r"listening on")
 t1, done = at(r"state transfer done")
 _, other = at(r"no state transfer within|kept its own checkpoint")
 units = {"kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8}
-m = re.fullmatch(r"([0-9.]+)([kmg]bit)", rate)
-bps = float(m.group(1)) * units[m.group(2)]
+def per_s(r):
+    m = re.fullmatch(r"([0-9.]+)([kmg]bit)", r)
+    return float(m.group(1)) * units[m.group(2)]
+bps = per_s(rate)
 model = dim * 4
-res = {"algorithm": algo, "dim": dim, "model_mb": model / 1e6, "rate": rate, "sources": sources,
-       "ideal_s": round(model / bps, 2), "bound_s": round(1.2 * model / bps + 5, 2)}
+res = {"algorithm": algo, "dim": dim, "model_mb": model / 1e6, "rate": rate, "source_rate": source_rate, "sources": sources,
+       "ideal_s": round(model / bps, 2), "bound_s": round(1.2 * model / bps + 5, 2),
+       "one_source_ideal_s": round(model / min(bps, per_s(source_rate)), 2)}
 if t1 and tl:
     res["from_listen_s"] = round((t1 - tl).total_seconds(), 2)
 if t0 and t1:
