@@ -6,9 +6,9 @@
 //
 // A request asks for at most kMaxChunksPerRequest chunks, so one request can make the sender queue only a
 // bounded amount; each chunk's frame carries the crc32c of its payload (engine/frame.h), checked before the
-// chunk is looked at. Both frames travel on the transport's data channel (transport/zmq/links.cc), not
-// beside membership probes and acks. The model is installed when every chunk is in; until then the node's
-// own model is untouched.
+// chunk is looked at. The chunks travel on the transport's data channel (transport/zmq/links.cc), not
+// beside membership probes and acks; the requests, small, on the control channel. The model is installed
+// when every chunk is in; until then the node's own model is untouched.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
