@@ -99,6 +99,9 @@ class Compressor {
                        std::vector<std::uint32_t>& /*out*/) const {
     return false;
   }
+  // Whether sparseSupport names a payload's support (so a mix can work in place); asked without a payload,
+  // e.g. by the memory estimate (daemon/config/memory_estimate.cc).
+  virtual bool sparse() const { return false; }
 };
 
 // User-facing description of a compressor, filled from the [compressor] config section.

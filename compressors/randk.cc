@@ -83,6 +83,7 @@ class RandK final : public detail::CodecBase<RandK> {
     detail::scatterAdd(values, idx, s, acc);
   }
 
+  bool sparse() const override { return true; }
   bool sparseSupport(std::span<const std::byte> p, std::uint32_t dim, std::vector<std::uint32_t>& out) const override {
     auto& idx = detail::indexScratch();
     std::uint32_t d = 0;

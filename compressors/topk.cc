@@ -50,6 +50,7 @@ class TopK final : public detail::CodecBase<TopK> {
     detail::scatterAdd(values, idx, scale, acc);
   }
 
+  bool sparse() const override { return true; }
   bool sparseSupport(std::span<const std::byte> p, std::uint32_t dim, std::vector<std::uint32_t>& out) const override {
     auto& idx = detail::indexScratch();
     parse(p, dim, idx);

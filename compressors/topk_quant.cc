@@ -138,6 +138,7 @@ class TopKQuant final : public detail::CodecBase<TopKQuant<Part>> {
     detail::visitFields(fields.data(), static_cast<std::uint32_t>(idx.size()), part_.width(), addChunk);
   }
 
+  bool sparse() const override { return true; }
   bool sparseSupport(std::span<const std::byte> p, std::uint32_t dim, std::vector<std::uint32_t>& out) const override {
     auto& idx = detail::indexScratch();
     float norm = 0;

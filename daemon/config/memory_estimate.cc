@@ -20,8 +20,12 @@ namespace {
 // DeepSqueeze with a sparse codec mixes on x in place (algorithms/stateless.cc): no next x, but d bits
 // to find repeated indices and the round's supports with x's values there (~ a message per sender).
 bool mixesInPlace(const Config& c) {
-  const std::string& n = c.compressor.name;
-  return c.algorithm.name == "deepsqueeze" && (n == "topk" || n == "randk" || n == "topk_natural" || n == "topk_dither");
+  if (c.algorithm.name != "deepsqueeze") return false;
+  try {
+    return compress::makeCompressor(c.compressor)->sparse();
+  } catch (const ConfigError&) {
+    return false;  // a compressor the validation refuses (and reports); the estimate only has to not fail
+  }
 }
 
 double baseVectors(const Config& c) {

@@ -177,6 +177,7 @@ void checkRoundTrip(const gc::Compressor& c, const std::vector<double>& x) {
   // may have changed (the in-place mix of algorithms/stateless.cc relies on it).
   std::vector<std::uint32_t> idx;
   CHECK(c.sparseSupport(e.view(), d, idx) == sparse(c));
+  CHECK(c.sparse() == sparse(c));  // what the memory estimate asks without a payload
   std::vector<bool> in(d, false);
   for (std::uint32_t i : idx) {
     REQUIRE(i < d);

@@ -39,6 +39,11 @@ TEST_CASE("the estimate per node is the documented list of state vectors - the m
   CHECK(e.bytes == doctest::Approx(1000 * e.per_node_bytes));
   c.compressor.name = "qsgd";  // a dense codec: the next x is built aside
   CHECK(estimateSimMemory(c, 7850, 60, msg, 0).vectors_per_node == 4);
+  for (const char* sparse : {"randk", "topk_natural", "topk_dither"}) {  // the codecs that name their support
+    CAPTURE(sparse);
+    c.compressor.name = sparse;
+    CHECK(estimateSimMemory(c, 7850, 60, msg, 0).vectors_per_node == doctest::Approx(v));
+  }
   c.compressor.name = "topk";
   c.algorithm.name = "choco";  // + a replica per neighbour
   CHECK(estimateSimMemory(c, 7850, 60, msg, 0).vectors_per_node == 4 + 4);
