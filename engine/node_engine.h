@@ -47,7 +47,6 @@
 //
 // Not thread-safe: one thread drives one engine.
 #include <map>
-#include <set>
 #include <span>
 #include <optional>
 #include <memory>

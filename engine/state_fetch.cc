@@ -64,6 +64,7 @@ std::optional<std::string> StateFetch::place(PeerId from, Round round, std::uint
   if (!values.empty()) std::memcpy(values_.data() + at, values.data(), values.size_bytes());
   have_[k] = true;
   --missing_;
+  valuesHave_ += values.size();
   round_ = std::max(round_, round);
   lastProgressMs_ = nowMs;
   return std::nullopt;
@@ -109,13 +110,6 @@ void StateFetch::release(std::size_t i, std::uint64_t nowMs, std::uint64_t pause
   sources_[i].inFlight = 0;
   sources_[i].pausedUntil = nowMs + pauseMs;
   cursor_ = 0;
-}
-
-std::size_t StateFetch::valuesHave() const {
-  std::size_t n = 0;
-  for (std::size_t k = 0; k < have_.size(); ++k)
-    if (have_[k]) n += chunkLength(k);
-  return n;
 }
 
 std::size_t StateFetch::sourcesServing() const {

@@ -68,7 +68,7 @@ class StateFetch {
   bool complete() const { return missing_ == 0; }
   Round round() const { return round_; }  // highest round of any chunk taken
   std::vector<Real>& values() { return values_; }
-  std::size_t valuesHave() const;
+  std::size_t valuesHave() const { return valuesHave_; }
   std::size_t sourcesServing() const;                    // sources that sent at least one chunk
   std::uint64_t lastProgressMs() const { return lastProgressMs_; }  // start, or the last chunk taken
 
@@ -93,6 +93,7 @@ class StateFetch {
   std::vector<std::uint32_t> owner_;    // by chunk: index into sources_ of the source asked for it, or kNone
   std::vector<Source> sources_;
   std::size_t missing_ = 0;             // chunks not yet taken
+  std::size_t valuesHave_ = 0;          // values of the chunks taken (read by the daemon on every step)
   std::size_t cursor_ = 0;              // no free chunk below this one (a hint; reset when chunks are freed)
   Round round_ = 0;
   std::uint64_t lastProgressMs_ = 0;
