@@ -1,6 +1,7 @@
 #include "algorithms/primal_dual.h"
 
 #include "algorithms/mixing.h"
+#include "algorithms/primal_dual_fp32.h"
 #include "algorithms/prox.h"
 #include "training/state_io.h"
 
@@ -17,7 +18,8 @@ PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compres
   if (!(p_.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
   const auto n = x0.size();
   x_ = x0;
-  d_ = h_ = yhat_ = scratch_ = mix_ = Vec::Zero(n);
+  d_ = h_ = yhat_ = Vec::Zero(n);
+  // The general path's two more vectors are made by its first apply: the fp32 path never needs them.
 }
 
 void PrimalDual::startStep(const Vec& g, double lr) {
@@ -30,14 +32,27 @@ void PrimalDual::prepare(Round t, const Vec& g, double lr, compress::Encoded& ou
   GOSSIP_CHECK(started_, "startStep must run before the first round");
   eta_ = lr;
   g_ = &g;  // Node keeps g unchanged until apply: the step lr g is taken from it there, not kept (4d bytes)
-  scratch_ = x_ - lr * g - lr * d_ - h_;  // y_i - h_i
+  // yhat_ holds y_i - h_i until it is encoded, then yhat_i = h_i + q_i: no vector of its own for y_i - h_i.
+  yhat_ = x_ - lr * g - lr * d_ - h_;
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
-  c_.encode(detail::view(scratch_), rng, out);
-  yhat_ = h_;
-  detail::decodeAdd(c_, out.view(), yhat_, 1.0);  // yhat_i = h_i + q_i, bit-identical at the receivers
+  c_.encode(detail::view(yhat_), rng, out);
+  if (detail::exactForState(c_)) {
+    // q_i is y_i - h_i itself (fp32 of float32 values): h_i + q_i in place, the decode's float sum bit for bit.
+    // The decode's finiteness check, which Node turns into "diverged", is kept.
+    if (!compress::fp32Finite(std::as_bytes(detail::view(yhat_))))
+      throw DecodeError("non-finite value in fp32 payload");
+    yhat_ += h_;
+  } else {
+    yhat_ = h_;
+    detail::decodeAdd(c_, out.view(), yhat_, 1.0);  // yhat_i = h_i + q_i, bit-identical at the receivers
+  }
 }
 
 void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+  if (detail::exactForState(c_)) return applyFp32(msgs, row);
+#endif
+  if (scratch_.size() != x_.size()) scratch_ = mix_ = Vec::Zero(x_.size());
   // Validate first (presence, incarnation, decodability) so a bad round leaves the state untouched.
   detail::validateReplicaRound(name_, c_, msgs, row, edges_.size(), detail::incarnationLookup(edges_), scratch_);
   const double dualStep = p_.gamma / (2.0 * eta_);
@@ -60,6 +75,38 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
   proxL1(x_, eta_ * p_.l1);
   h_ = (1.0 - a) * h_ + a * yhat_;
 }
+
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+void PrimalDual::applyFp32(std::span<const Incoming> msgs, const topology::MixingRow& row) {
+  const auto dim = static_cast<std::size_t>(x_.size());
+  // Every message checked before any state is written: a refused round leaves the node untouched.
+  detail::validateReplicaMessages(name_, msgs, row, edges_.size(), detail::incarnationLookup(edges_),
+                                  [&](const Incoming& m) {
+                                    std::span<const std::byte> body;
+                                    try {
+                                      body = compress::fp32Body(m.payload, dim);
+                                    } catch (const DecodeError& e) {
+                                      throw RejectedMessage(m.from, e.what());
+                                    }
+                                    if (!compress::fp32Finite(body))
+                                      throw RejectedMessage(m.from, "non-finite value in fp32 payload");
+                                  });
+  const double dualStep = p_.gamma / (2.0 * eta_);
+  const double a = p_.alpha;
+  fp32Edges_.clear();
+  for (const auto& [j, w] : row.neighbors) {
+    Edge& e = edges_.at(j);
+    fp32Edges_.push_back({e.h.data(), e.e.data(), compress::fp32Body(*detail::findMessage(msgs, j), dim).data(),
+                          static_cast<float>(w), static_cast<float>(dualStep * w)});
+  }
+  detail::PrimalDualFp32 s;
+  s.x = x_.data(), s.d = d_.data(), s.h = h_.data(), s.yhat = yhat_.data(), s.g = g_->data(), s.dim = dim;
+  s.keep = static_cast<float>(1.0 - a), s.take = static_cast<float>(a), s.eta = static_cast<float>(eta_);
+  s.prox = eta_ * p_.l1 > 0.0;
+  s.threshold = static_cast<float>(eta_ * p_.l1);
+  disagreement_ = std::sqrt(detail::primalDualApplyFp32(s, fp32Edges_));
+}
+#endif
 
 std::vector<Real> PrimalDual::publicState() const { return {h_.data(), h_.data() + h_.size()}; }
 
@@ -85,7 +132,8 @@ void PrimalDual::dropEdge(EdgeKey j) {
 
 std::vector<EdgeKey> PrimalDual::edges() const { return detail::edgeKeys(edges_); }
 
-// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, scratch_, g_ and eta_ are rebuilt by prepare.
+// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, g_ and eta_ are rebuilt by prepare, scratch_ and
+// mix_ by apply.
 // The name is saved too: lead and prox_lead share the layout but not the parameters.
 void PrimalDual::save(ByteWriter& w) const {
   serial::putTag(w, kPrimalDualTag);

@@ -18,8 +18,10 @@
 // whose iterates equal Exact Diffusion's after the first step (ALGORITHMS.md §4.4); "ed" is an alias.
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/primal_dual_fp32.h"
 
 namespace gossip::algo {
 
@@ -59,9 +61,16 @@ class PrimalDual final : public Algorithm {
   const compress::Compressor& c_;
   PeerId self_;
   bool started_ = false;
-  Vec d_, h_, yhat_, scratch_;
+  // The apply of the fp32 codec with float32 state: one blocked pass, no scratch_ or mix_ (primal_dual_fp32.h).
+  void applyFp32(std::span<const Incoming> msgs, const topology::MixingRow& row);
+
+  Vec d_, h_;
+  Vec yhat_;  // prepare: y_i - h_i until encoded, then yhat_i = h_i + q_i for apply
   const Vec* g_ = nullptr;  // this round's gradient, owned by Node and unchanged until apply (not copied)
-  Vec mix_;  // sum_j w_ij (yhat_i - yhat_j) of the last apply, for disagreement()
+  // The general path's (any codec but fp32 with float32 state), made at its first apply: yhat_j per edge, and
+  // sum_j w_ij (yhat_i - yhat_j) for the disagreement. 8 bytes per parameter the fp32 path does without.
+  Vec scratch_, mix_;
+  std::vector<detail::PrimalDualEdgeFp32> fp32Edges_;  // applyFp32's per-edge pointers, reused every round
   std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
   double eta_ = 0;
 };

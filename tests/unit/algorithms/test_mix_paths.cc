@@ -4,6 +4,9 @@
 //    call to the sparse one but hides its support.
 //  - D-PSGD with fp32 and float32 state mixes in one blocked pass (compressors/cast.h, fp32Mix). Oracle:
 //    the scaled copy and one decodeAdd per message, computed here.
+//  - The primal-dual family (LEAD, Prox-LEAD, NIDS) with fp32 and float32 state applies its round in one
+//    blocked pass (algorithms/primal_dual_fp32.h). Oracle: the same class on the general path, forced by a
+//    codec that forwards every call to fp32 but does not say it is fp32.
 // Models bit for bit equal, disagreements equal to rounding, a bad message refused with x unchanged.
 #include <doctest/doctest.h>
 
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/primal_dual.h"
 #include "compressors/compressor.h"
 #include "core/rng.h"
 
@@ -28,6 +32,24 @@ class HiddenSupport final : public compress::Compressor {
   explicit HiddenSupport(const compress::Compressor& inner) : inner_(inner) {}
   std::string_view name() const override { return inner_.name(); }
   compress::CodecId codec() const override { return inner_.codec(); }
+  bool unbiased() const override { return inner_.unbiased(); }
+  compress::Quality quality(std::uint32_t dim) const override { return inner_.quality(dim); }
+  std::size_t encodedBytes(std::uint32_t dim) const override { return inner_.encodedBytes(dim); }
+  void encode(std::span<const float> x, Rng& rng, compress::Encoded& out) const override { inner_.encode(x, rng, out); }
+  void encode(std::span<const double> x, Rng& rng, compress::Encoded& out) const override { inner_.encode(x, rng, out); }
+  void decodeAdd(std::span<const std::byte> p, std::span<float> acc, double s) const override { inner_.decodeAdd(p, acc, s); }
+  void decodeAdd(std::span<const std::byte> p, std::span<double> acc, double s) const override { inner_.decodeAdd(p, acc, s); }
+
+ private:
+  const compress::Compressor& inner_;
+};
+
+// The codec `inner` under another id: the methods cannot tell it is fp32 and take their general path.
+class NotFp32 final : public compress::Compressor {
+ public:
+  explicit NotFp32(const compress::Compressor& inner) : inner_(inner) {}
+  std::string_view name() const override { return inner_.name(); }
+  compress::CodecId codec() const override { return compress::CodecId::Fp16; }
   bool unbiased() const override { return inner_.unbiased(); }
   compress::Quality quality(std::uint32_t dim) const override { return inner_.quality(dim); }
   std::size_t encodedBytes(std::uint32_t dim) const override { return inner_.encodedBytes(dim); }
@@ -205,5 +227,81 @@ TEST_CASE("dpsgd fp32: the one-pass mix takes any number of neighbours (a comple
   CHECK((node->x().array() == x.array()).all());
   node->apply(0, msgs, row);
   CHECK((node->x().array() == want.array()).all());
+}
+#endif
+
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+TEST_CASE("lead - prox_lead - nids with fp32: the one-pass round equals the general path bit for bit") {
+  constexpr Eigen::Index d = 2 * 4096 + 555;  // several blocks and a partial one
+  const auto fp32 = compress::makeCompressor({.name = "fp32"});
+  const NotFp32 general(*fp32);
+  struct Case {
+    const char* name;
+    double alpha, gamma, l1;
+  };
+  for (const Case& k : {Case{"lead", 0.5, 1.0, 0.0}, Case{"prox_lead", 0.3, 0.8, 0.02}, Case{"nids", 1.0, 1.0, 0.0}}) {
+    CAPTURE(k.name);
+    Rng rng(17);
+    const algo::AlgorithmParams p{.name = k.name, .gamma = k.gamma, .alpha = k.alpha, .l1 = k.l1, .seed = 9};
+    const Vec x0 = randomVec(rng, d, 1.0);
+    algo::PrimalDual fused(k.name, p, *fp32, 0, x0);
+    algo::PrimalDual aside(k.name, p, general, 0, x0);
+    // Neighbours 2 and 5 (incarnation 1 and 3), whose references start at random public states.
+    const topology::MixingRow row{.self = 0.4, .neighbors = {{2, 0.35}, {5, 0.25}}};
+    const std::vector<algo::EdgeKey> keys{{2, 1}, {5, 3}};
+    for (const auto& key : keys) {
+      const Vec pub = randomVec(rng, d, 1.0);
+      fused.addEdge(key, {pub.data(), static_cast<std::size_t>(d)});
+      aside.addEdge(key, {pub.data(), static_cast<std::size_t>(d)});
+    }
+    const Vec g0 = randomVec(rng, d, 0.5);
+    fused.startStep(g0, 0.05);
+    aside.startStep(g0, 0.05);
+    for (Round t = 0; t < 8; ++t) {
+      CAPTURE(t);
+      const Vec g = randomVec(rng, d, 0.5);
+      compress::Encoded outA, outB;
+      fused.prepare(t, g, 0.05, outA);
+      aside.prepare(t, g, 0.05, outB);
+      REQUIRE(outA.bytes == outB.bytes);
+      std::vector<compress::Encoded> theirs(2);
+      for (auto& e : theirs) encodeVec(*fp32, randomVec(rng, d, 0.3), rng, e);
+      const std::vector<algo::Incoming> msgs{{2, 1, theirs[0].view()}, {5, 3, theirs[1].view()}};
+      if (t == 4) {  // a NaN in the last block from 5, then a message of 2's former life: refused, state unchanged
+        Bytes before;
+        ByteWriter wb(before);
+        fused.save(wb);
+        compress::Encoded nan = theirs[1];
+        const float bad = std::numeric_limits<float>::quiet_NaN();
+        std::memcpy(nan.bytes.data() + nan.bytes.size() - 4, &bad, 4);
+        const std::vector<algo::Incoming> nanMsgs{{2, 1, theirs[0].view()}, {5, 3, nan.view()}};
+        try {
+          fused.apply(t, nanMsgs, row);
+          FAIL("a NaN was mixed");
+        } catch (const algo::RejectedMessage& e) {
+          CHECK(e.from == 5);
+        }
+        const std::vector<algo::Incoming> stale{{2, 0, theirs[0].view()}, {5, 3, theirs[1].view()}};
+        CHECK_THROWS_AS(fused.apply(t, stale, row), algo::RejectedMessage);
+        Bytes after;
+        ByteWriter wa(after);
+        fused.save(wa);
+        CHECK(after == before);
+      }
+      fused.apply(t, msgs, row);
+      aside.apply(t, msgs, row);
+      REQUIRE((fused.x().array() == aside.x().array()).all());
+      const double want = aside.disagreement();
+      REQUIRE(want > 1e-3);
+      CHECK(fused.disagreement() == doctest::Approx(want).epsilon(1e-12));
+    }
+    // x, d, h and every edge's h_j and e_ij: the same bytes.
+    Bytes a, b;
+    ByteWriter wa(a), wb(b);
+    fused.save(wa);
+    aside.save(wb);
+    CHECK(a == b);
+    if (k.l1 > 0) CHECK((fused.x().array() == 0).count() > 0);  // the soft threshold did set coordinates to 0
+  }
 }
 #endif
