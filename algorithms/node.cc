@@ -40,6 +40,7 @@ Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<trai
            NodeSchedule schedule)
     : id_(id), algo_(std::move(algorithm)), est_(std::move(estimator)), sched_(std::move(schedule)) {
   GOSSIP_CHECK(algo_ && est_);
+  if (Vec* shared = est_->gradientStorage()) g_ = shared;
   if (algo_->needsPredictor())
     algo_->setPredictor([e = est_.get()](const Vec& x, std::vector<double>& probs) { e->predictReference(x, probs); });
 }
@@ -48,16 +49,16 @@ double Node::gradient() {
   ++gradCalls_;
   gZero_ = false;
   const auto teachers = algo_->teachers();
-  if (!teachers.empty()) return est_->estimateDistilled(algo_->x(), teachers, algo_->distillWeight(), g_);
+  if (!teachers.empty()) return est_->estimateDistilled(algo_->x(), teachers, algo_->distillWeight(), *g_);
   const auto target = algo_->referenceTarget();
-  if (!target.empty()) return est_->estimateWithReference(algo_->x(), target, algo_->distillWeight(), g_);
+  if (!target.empty()) return est_->estimateWithReference(algo_->x(), target, algo_->distillWeight(), *g_);
   if (algo_->acceptsZeroGradient()) {
     if (const auto loss = est_->takeZeroGradient()) {  // g_ is neither written nor (ever) allocated
       gZero_ = true;
       return *loss;
     }
   }
-  return est_->estimate(algo_->x(), g_);
+  return est_->estimate(algo_->x(), *g_);
 }
 
 // A too large step makes the iterates blow up; without this check the first symptom is an encoder or
@@ -72,14 +73,14 @@ void Node::diverged(Round t, const char* what) const {
 // ~1e154, far beyond what any codec can carry (the wire is at most fp32, max 3.4e38), is a diverged run.
 void Node::checkFinite(Round t) const {
   if (blewUp(algo_->x())) diverged(t, "the model became non-finite");
-  if (!gZero_ && blewUp(g_)) diverged(t, "the gradient became non-finite");
+  if (!gZero_ && blewUp(*g_)) diverged(t, "the gradient became non-finite");
 }
 
 void Node::startStep(Round t) {
   GOSSIP_CHECK(needsStartStep(t), "round ", t, " has no start step");
   startLoss_ = gradient();
   checkFinite(t);
-  algo_->startStep(g_, sched_.lr(t));
+  algo_->startStep(*g_, sched_.lr(t));
   startDone_ = true;
 }
 
@@ -95,14 +96,14 @@ void Node::beginRound(Round t, compress::Encoded& out) {
     lossSum += gradient();
     ++calls;
     checkFinite(t);
-    algo_->startStep(g_, lr);
+    algo_->startStep(*g_, lr);
   }
   const unsigned steps = std::max(1u, sched_.localSteps(t));
   for (unsigned s = 1; s < steps; ++s) {
     lossSum += gradient();
     ++calls;
     checkFinite(t);
-    if (!gZero_) algo_->x() -= lr * g_;
+    if (!gZero_) algo_->x() -= lr * *g_;
     proxL1(algo_->x(), lr * sched_.l1);
   }
   lossSum += gradient();
@@ -112,7 +113,7 @@ void Node::beginRound(Round t, compress::Encoded& out) {
   algo_->noteLoss(lastLoss_);
   try {
     static const Vec kZero;  // empty: "the gradient is zero" (Algorithm::acceptsZeroGradient)
-    algo_->prepare(t, gZero_ ? kZero : g_, lr, out);
+    algo_->prepare(t, gZero_ ? kZero : *g_, lr, out);
   } catch (const DecodeError&) {
     // Our own freshly encoded message cannot fail to decode unless its values left the codec's finite
     // range (e.g. a finite double above the fp32 maximum).

@@ -36,6 +36,8 @@ class Node {
  public:
   Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<training::GradientEstimator> estimator,
        NodeSchedule schedule);
+  Node(const Node&) = delete;  // g_ may point into the node itself
+  Node& operator=(const Node&) = delete;
 
   PeerId id() const { return id_; }
   Algorithm& algorithm() { return *algo_; }
@@ -76,7 +78,10 @@ class Node {
   std::unique_ptr<Algorithm> algo_;
   std::unique_ptr<training::GradientEstimator> est_;
   NodeSchedule sched_;
-  Vec g_;
+  // The gradient: ownG_, or the estimator's own vector when it has one (GradientEstimator::gradientStorage: the
+  // trainer bridge writes the trainer's gradient there), so that a trainer node keeps one gradient, not two.
+  Vec ownG_;
+  Vec* g_ = &ownG_;
   bool gZero_ = false;  // the last gradient was exactly zero and g_ was left as it was (takeZeroGradient)
   // Consensus phase: the phase's codec, the node's own rounded x and the neighbour sum (allocated at its
   // first round); whether a consensus round was mixed, and that round's disagreement.

@@ -38,6 +38,11 @@ class GradientEstimator {
   // vector and returns its loss; nullopt otherwise (then call estimate). For callers that can use "zero"
   // without a vector of zeros (Algorithm::acceptsZeroGradient).
   virtual std::optional<double> takeZeroGradient() { return std::nullopt; }
+  // The vector this estimator's gradients are written into, when it owns one (the trainer bridge's, where the
+  // trainer's gradient is copied before Node asks for it): Node then passes it as its g to every estimate, and
+  // a node keeps one gradient vector instead of the estimator's and its own (4 bytes per parameter). Valid for
+  // the estimator's life; nullptr: Node keeps its own.
+  virtual Vec* gradientStorage() { return nullptr; }
   // Drops variance-reduction memory (after a warm restart or a model transfer).
   virtual void reset() {}
   // Per-sample gradients evaluated so far (full passes included): the work measure for "epochs".

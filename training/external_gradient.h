@@ -26,6 +26,7 @@ class ExternalGradient final : public GradientEstimator {
   // Where the next gradient is written (dim values). Valid until the next estimate().
   Vec& buffer() {
     if (g_.size() != dim_) g_ = Vec::Zero(dim_);
+    callerZero_ = false;  // when g_ is the caller's own (gradientStorage), it is about to hold something else
     return g_;
   }
   // The gradient in buffer() is the next one; `loss` is the trainer's minibatch loss (NaN: not reported).
@@ -42,8 +43,12 @@ class ExternalGradient final : public GradientEstimator {
   }
   bool fresh() const { return fresh_; }
 
-  // Hands the supplied gradient over by swapping buffers (no copy of dim values per round); a zero
-  // gradient is written only when the caller's buffer does not hold one already.
+  // buffer() itself: Node writes no gradient of its own (GradientEstimator::gradientStorage).
+  Vec* gradientStorage() override { return &g_; }
+
+  // The supplied gradient is already in g when g is buffer() (a Node: gradientStorage); any other caller gets
+  // it by swapping buffers (no copy of dim values per round). A zero gradient is written only when the
+  // caller's buffer does not hold one already.
   double estimate(const Vec& x, Vec& g) override {
     GOSSIP_CHECK(fresh_, "a gradient was asked for that the trainer did not supply");
     GOSSIP_CHECK(x.size() == dim_, "model size ", x.size(), " differs from the trainer's ", dim_);
@@ -52,7 +57,7 @@ class ExternalGradient final : public GradientEstimator {
       if (g.size() != dim_ || !callerZero_) g = Vec::Zero(dim_);
       callerZero_ = true;
     } else {
-      std::swap(g, g_);
+      if (&g != &g_) std::swap(g, g_);
       callerZero_ = false;
     }
     ++calls_;

@@ -67,6 +67,7 @@ TEST_CASE("a node fed gradients from outside takes the same steps as one computi
   algo::Node fed(0, algo::makeAlgorithm(p, *codec, 0, x0), std::move(ext), sched);
   const topology::MixingRow alone;  // no neighbours: self weight 1
   int startSteps = 0;
+  const Real* storage = nullptr;
   for (Round t = 0; t < 5; ++t) {
     compress::Encoded a, c;
     own.beginRound(t, a);
@@ -79,8 +80,13 @@ TEST_CASE("a node fed gradients from outside takes the same steps as one computi
       fed.startStep(t);
     }
     const Vec& x = fed.algorithm().x();
-    feed.buffer() = gradAt(x, b);
+    const Vec gx = gradAt(x, b);
+    feed.buffer() = gx;  // copied into the buffer, as the bridge copies from the trainer's memory
     feed.supply(lossAt(x, b));
+    // The node's g is the estimator's buffer (gradientStorage): one gradient vector, the same every round,
+    // where a swap of the node's and the estimator's vectors kept two.
+    if (!storage) storage = feed.buffer().data();
+    CHECK(feed.buffer().data() == storage);
     fed.beginRound(t, c);
     CHECK(a.bytes == c.bytes);
     CHECK(own.lastLoss() == fed.lastLoss());
