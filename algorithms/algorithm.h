@@ -140,8 +140,10 @@ class Algorithm {
   virtual void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) = 0;
 
   // Public state a new neighbour must copy once, in full precision, to create its replica of this node
-  // (CHOCO: x_hat_i; LEAD: h_i). Empty for stateless methods.
-  virtual std::vector<Real> publicState() const { return {}; }
+  // (CHOCO: x_hat_i; LEAD: h_i). Empty for stateless methods. A view of the node's own vector, valid until
+  // its state next changes (prepare, apply, load): the engine serializes it at once, with no copy aside (a
+  // model's worth of memory at a 100M-parameter edge set-up).
+  virtual std::span<const Real> publicState() const { return {}; }
   // Creates the edge state for neighbour j, given j's publicState() (empty for stateless methods).
   // ProtocolError if any edge to j.id exists: a restarted neighbour is dropEdge(old) + addEdge(new), never
   // an overwrite (an overwrite would leave the old edge's dual share inside d_i).

@@ -62,7 +62,7 @@ void Choco::adaptGamma(Round t) {
   watch_ = freshWatch();  // judge the new step afresh
 }
 
-std::vector<Real> Choco::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
+std::span<const Real> Choco::publicState() const { return detail::view(hat_); }
 
 void Choco::addEdge(EdgeKey j, std::span<const Real> pub) {
   detail::addReplica(edges_, "choco", j, pub, hat_.size());

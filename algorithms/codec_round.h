@@ -20,7 +20,7 @@ class CodecRound : public Algorithm {
   std::string_view name() const override { return inner_->name(); }
   bool stateless() const override { return inner_->stateless(); }
   void noteLoss(double loss) override { inner_->noteLoss(loss); }
-  std::vector<Real> publicState() const override { return inner_->publicState(); }
+  std::span<const Real> publicState() const override { return inner_->publicState(); }
   void dropEdge(EdgeKey j) override { inner_->dropEdge(j); }
   std::vector<EdgeKey> edges() const override { return inner_->edges(); }
   std::size_t edgeCount() const override { return inner_->edgeCount(); }

@@ -57,7 +57,7 @@ void Codistill::useRowAsTeachers(const topology::MixingRow& row) {
   for (const auto& [j, w] : row.neighbors) teachers_.push_back(&edges_.at(j).hat);
 }
 
-std::vector<Real> Codistill::publicState() const { return {hat_.data(), hat_.data() + hat_.size()}; }
+std::span<const Real> Codistill::publicState() const { return detail::view(hat_); }
 
 const Vec& Codistill::copyOf(PeerId j) const {
   auto it = edges_.find(j);

@@ -31,7 +31,7 @@ class Codistill final : public Algorithm {
   bool stateless() const override { return false; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
-  std::vector<Real> publicState() const override;
+  std::span<const Real> publicState() const override;
   void addEdge(EdgeKey j, std::span<const Real> neighbourPublic) override;
   void dropEdge(EdgeKey j) override;
   std::vector<EdgeKey> edges() const override;

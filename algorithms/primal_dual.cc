@@ -108,7 +108,7 @@ void PrimalDual::applyFp32(std::span<const Incoming> msgs, const topology::Mixin
 }
 #endif
 
-std::vector<Real> PrimalDual::publicState() const { return {h_.data(), h_.data() + h_.size()}; }
+std::span<const Real> PrimalDual::publicState() const { return detail::view(h_); }
 
 void PrimalDual::addEdge(EdgeKey j, std::span<const Real> pub) {
   // An overwrite would leave the old e_ij inside d_i and break sum_i d_i = 0.

@@ -36,7 +36,7 @@ class PrimalDual final : public Algorithm {
   void startStep(const Vec& g, double lr) override;
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
-  std::vector<Real> publicState() const override;
+  std::span<const Real> publicState() const override;
   void addEdge(EdgeKey j, std::span<const Real> neighbourPublic) override;
   void dropEdge(EdgeKey j) override;
   std::vector<EdgeKey> edges() const override;

@@ -25,6 +25,14 @@ std::uint64_t readU64(const Bytes& payload) {
 
 bool activeAt(Round start, Round end, Round t) { return t >= start && t < end; }
 
+// The values of an EdgeOpen payload (u64 count | count values of Real) whose length was checked, read in place.
+// The buffer comes from operator new and was written byte-wise (received), so its values are implicitly
+// created objects (C++20 [intro.object]); after the 8-byte count they are aligned for Real.
+std::span<const Real> edgeOpenValues(const Bytes& payload) {
+  constexpr std::size_t kCount = sizeof(std::uint64_t);
+  return {reinterpret_cast<const Real*>(payload.data() + kCount), (payload.size() - kCount) / sizeof(Real)};
+}
+
 }  // namespace
 
 void NodeEngine::enableLinks(LinkOptions options) {
@@ -299,7 +307,8 @@ void NodeEngine::retire(PeerId id, Link& l) {
   c.lastSendMs = l.lastSendMs;
 }
 
-void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
+void NodeEngine::linkedControl(const FrameHeader& h, const SharedBytes& shared) {
+  const Bytes& payload = *shared;
   if (stateless_) return reject("unexpected_kind");
   const PeerId j = h.sender;
   auto it = links_.find(j);
@@ -372,12 +381,13 @@ void NodeEngine::linkedControl(const FrameHeader& h, const Bytes& payload) {
       if (!l || !l->scheduled || h.round != l->start) return reject("unwanted_edge");
       if (l->open || l->peerPublic) return ++stats_.duplicates, void();
       ByteReader r(payload, "edge-open payload");
-      auto pub = serial::getArray<Real>(r);
+      const std::size_t n = serial::getCount(r, sizeof(Real));
+      r.take(n * sizeof(Real));
       r.expectEnd();
-      if (pub.size() != static_cast<std::size_t>(node_->algorithm().x().size())) return reject("wrong_dimension");
-      for (Real v : pub)
+      if (n != static_cast<std::size_t>(node_->algorithm().x().size())) return reject("wrong_dimension");
+      for (Real v : edgeOpenValues(payload))
         if (!std::isfinite(v)) return reject("non_finite");
-      l->peerPublic = std::move(pub);
+      l->peerPublic = shared;
       return;
     }
     case FrameKind::Ack: {
@@ -502,7 +512,7 @@ topology::MixingRow NodeEngine::linkedRow(Round t) {
       if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
       if (!l.open) {
         GOSSIP_CHECK(l.start == t && l.peerPublic, "edge to ", j, " is not open in round ", t);
-        algo.addEdge({j, l.incarnation}, *l.peerPublic);
+        algo.addEdge({j, l.incarnation}, edgeOpenValues(*l.peerPublic));
         l.peerPublic.reset();
         l.open = true;
       }

@@ -115,10 +115,11 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)), nullptr);
 }
 
-void NodeEngine::handleControl(const FrameHeader& h, const Bytes& payload) {
+void NodeEngine::handleControl(const FrameHeader& h, const SharedBytes& shared) {
+  const Bytes& payload = *shared;
   if (linked_ && (h.kind == FrameKind::EdgeOpen || h.kind == FrameKind::EdgeHello ||
                   h.kind == FrameKind::EdgeClose || h.kind == FrameKind::Ack))
-    return linkedControl(h, payload);
+    return linkedControl(h, shared);
   switch (h.kind) {
     case FrameKind::EdgeOpen: {
       if (stateless_) return reject("unexpected_kind");
@@ -175,7 +176,7 @@ void NodeEngine::drain(Round current) {
     }
     if (h.kind != FrameKind::Model) {
       try {
-        handleControl(h, *f.payload);
+        handleControl(h, f.payload);
       } catch (const DecodeError&) {
         reject("bad_control_payload");
       }

@@ -198,7 +198,7 @@ class NodeEngine {
 
  private:
   void reject(const std::string& reason);
-  void handleControl(const FrameHeader& h, const Bytes& payload);
+  void handleControl(const FrameHeader& h, const SharedBytes& payload);
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
   void receiveStateRequest(const FrameHeader& h, const Bytes& payload);
   void sendState(const StateAsk& ask, Round round);  // the asked part of our model, continuing at `round`
@@ -225,13 +225,15 @@ class NodeEngine {
     std::uint64_t retryAt = 0;      // proposer: when to propose again after a decline (ms)
     Round start = 0;
     Round end = kNoRound;           // first round not mixed
-    std::optional<std::vector<Real>> peerPublic;  // EdgeOpen(start) payload, until the edge opens
+    // The EdgeOpen(start) payload, checked (dimension, finite values), until the edge opens: the received
+    // buffer itself, read in place by addEdge (a copy of it was a model's worth more per edge being set up).
+    SharedBytes peerPublic;
     bool open = false;              // addEdge done
     Round acked = kNoRound;         // highest round the peer acknowledged (kNoRound: none)
     std::vector<Sent> unacked;
     std::uint64_t lastSendMs = 0;
   };
-  void linkedControl(const FrameHeader& h, const Bytes& payload);
+  void linkedControl(const FrameHeader& h, const SharedBytes& payload);
   // Ends the edge to `id` at round t (not mixed) at once: a replica edge whose peer sent a payload that
   // passed its checksum but does not decode.
   void breakLink(PeerId id, Round t);

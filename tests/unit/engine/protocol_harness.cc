@@ -88,7 +88,7 @@ class Observed final : public algo::Algorithm {
   void noteLoss(double loss) override { in_->noteLoss(loss); }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override { in_->prepare(t, g, lr, out); }
   void apply(Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) override;
-  std::vector<Real> publicState() const override { return in_->publicState(); }
+  std::span<const Real> publicState() const override { return in_->publicState(); }
   void addEdge(algo::EdgeKey j, std::span<const Real> pub) override { in_->addEdge(j, pub); }
   void dropEdge(algo::EdgeKey j) override { in_->dropEdge(j); }
   std::vector<algo::EdgeKey> edges() const override { return in_->edges(); }
