@@ -15,6 +15,8 @@
 # from round 0 after its rejoins), and the suspicions and rejoins the transfer caused.
 #   sudo bench/state_transfer.sh GOSSIPD OUT.json     env DIM (25000000) RATE (100mbit) SOURCES (2) ALGO (deepsqueeze)
 #                                                      SOURCE_RATE (unset: the sources' links at RATE too)
+#                                                      RATIO (0.01: the sources' top-k ratio, so their own training
+#                                                      traffic, which shares their upload with the transfer)
 set -euo pipefail
 GOSSIPD=$(realpath "$1")
 OUT=$2
@@ -46,7 +48,7 @@ fi
 SETS=(--set cluster.nodes=$SOURCES --set cluster.topology=complete --set algorithm.rounds=100000000
       --set data.format=synthetic --set data.synthetic_dim=$((DIM - 1)) --set data.synthetic_samples=1
       --set algorithm.batch=1 --set model.kind=logistic --set algorithm.name=$ALGO
-      --set compressor.name=topk --set compressor.ratio=0.01 --set algorithm.lr=0.01
+      --set compressor.name=topk --set compressor.ratio=${RATIO:-0.01} --set algorithm.lr=0.01
       --set node.checkpoint_every=0 --set monitor.status_every_ms=200 --set node.http=)
 round_of() { /usr/bin/python3 -c 'import json,sys
 try: print(json.load(open(sys.argv[1])).get("round", 0))
@@ -65,10 +67,11 @@ netns_start_gossipd $SOURCES "${SETS[@]}"
 J=$WORK/node-$SOURCES/log
 ended() { grep -sqE "state transfer done|no state transfer within|kept its own checkpoint|training from round" "$J"; }
 wait_until 900 "the joiner to end its state transfer" ended
-/usr/bin/python3 - "$J" "$OUT" "$DIM" "$RATE" "$SOURCES" "$WORK" "$ALGO" "${SOURCE_RATE:-}" <<'PY'
+/usr/bin/python3 - "$J" "$OUT" "$DIM" "$RATE" "$SOURCES" "$WORK" "$ALGO" "${SOURCE_RATE:-}" "${RATIO:-0.01}" <<'PY'
 import datetime, json, re, sys
 log, out, dim, rate, sources, work, algo = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6], sys.argv[7]
 source_rate = sys.argv[8] or rate
+ratio = float(sys.argv[9])
 def count(path, pattern):
     return sum(1 for line in open(path) if re.search(pattern, line))
 def at(pattern):
@@ -86,7 +89,7 @@ def per_s(r):
     return float(m.group(1)) * units[m.group(2)]
 bps = per_s(rate)
 model = dim * 4
-res = {"algorithm": algo, "dim": dim, "model_mb": model / 1e6, "rate": rate, "source_rate": source_rate, "sources": sources,
+res = {"algorithm": algo, "ratio": ratio, "dim": dim, "model_mb": model / 1e6, "rate": rate, "source_rate": source_rate, "sources": sources,
        "ideal_s": round(model / bps, 2), "bound_s": round(1.2 * model / bps + 5, 2),
        "one_source_ideal_s": round(model / min(bps, per_s(source_rate)), 2)}
 if t1 and tl:
@@ -106,6 +109,25 @@ if not t1:
 res["joiner_suspicions"] = count(log, r"\) suspected")
 res["joiner_rejoins"] = count(log, r"declared dead by the cluster")
 res["source_suspicions"] = sum(count(f"{work}/node-{i}/log", r"\) suspected") for i in range(sources))
+# The sources' own training traffic before the joiner started (node 0's progress lines, "sent N MB", over the
+# last 20 s before the fetch began): it shares each source's upload with the transfer, so what the sources can
+# give the joiner is their upload minus it ("spare"), and the transfer's best time is model / min(download, spare).
+def sent_before(path, until):
+    pts = []
+    for line in open(path):
+        m = re.search(r"sent ([0-9.]+) MB", line)
+        if m:
+            t = datetime.datetime.fromisoformat(line.split()[0].rstrip("Z"))
+            if t0 and t <= t0 and (t0 - t).total_seconds() <= 20:
+                pts.append((t, float(m.group(1)) * 1e6))
+    return pts
+pts = sent_before(f"{work}/node-0/log", t0)
+if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
+    train = (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0]).total_seconds()
+    spare = sources * max(0.0, per_s(source_rate) - train)
+    res.update(source_training_mb_per_s=round(train / 1e6, 2), spare_upload_mb_per_s=round(spare / 1e6, 2))
+    if spare > 0:
+        res["spare_bound_s"] = round(1.2 * model / min(bps, spare) + 5, 2)
 json.dump(res, open(out, "w"), indent=1)
 print(json.dumps(res))
 PY
