@@ -27,7 +27,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
 sets=(--set data.format=synthetic --set data.synthetic_dim=$DIM --set data.synthetic_samples=$SAMPLES
       --set model.kind=logistic --set model.l2=0.01 --set algorithm.name=dpsgd --set compressor.name=fp32
       --set algorithm.batch=$SAMPLES --set algorithm.rounds=$ROUNDS --set monitor.eval_every=0 --set node.checkpoint_every=0
-      --set monitor.status_every_ms=50 --set cluster.nodes=2 --set algorithm.round_timeout_ms=60000)
+      --set monitor.status_every_ms=50 --set algorithm.round_timeout_ms=60000)
 if [ "$CURVE" = 1 ]; then
   "$GOSSIPD" keygen --out "$W/keys" --nodes 2 >/dev/null
   sets+=(--set security.enable=true --set security.keys_dir="$W/keys")
@@ -35,7 +35,11 @@ fi
 "$GOSSIPD" cluster --nodes 2 --dir "$W/cl" "${sets[@]}" >"$W/cl.log" 2>&1 &
 cluster=$!
 node0=""
-until [ -n "$node0" ]; do node0=$(pgrep -P $cluster -f 'node\.id=0' || true); sleep 0.02; done
+until [ -n "$node0" ]; do
+  kill -0 $cluster 2>/dev/null || { echo "daemon_round: the cluster exited before node 0 started" >&2; cat "$W/cl.log" >&2; exit 1; }
+  node0=$(pgrep -P $cluster -f 'node\.id=0' || true)
+  sleep 0.02
+done
 # One low-rate probe process (a probe per 20 ms, as this once did, took most of a core from the daemons):
 # each status.json snapshot is self-consistent (round, seconds and compute seconds written together), so
 # probing rarely costs no accuracy; node 0's CPU seconds (utime + stime of all its threads) come from /proc.

@@ -51,6 +51,7 @@ def kb(pid, path, key):
             return int(line.split()[1]) * 1024
     return 0
 steady, peak, hwm, marks = [[] for _ in pids], [0] * len(pids), [0] * len(pids), {}
+gone = set()  # daemons that exited before the figures were taken (the kernel's OOM killer, a crash)
 deadline = time.time() + 3600
 while True:
     if time.time() > deadline: sys.exit("model_memory: timed out")
@@ -68,6 +69,7 @@ while True:
             p = kb(pid, "smaps_rollup", "Pss")
             hwm[n] = max(hwm[n], kb(pid, "status", "VmHWM"))
         except OSError:
+            gone.add(n)
             continue
         alive = True
         peak[n] = max(peak[n], p)
@@ -94,9 +96,22 @@ res = {"dim": dim, "nodes": len(pids), "algorithm": os.environ.get("ALGO", "dpsg
        "copy_ms_per_round": round(1000 * (k2 - k1) / n, 2), "memcpy_ms": memcpy,
        "work_memcpys": round(work / memcpy, 2) if memcpy else None,
        "round_ms": round(1000 * (s2 - s1) / n, 1), "rounds_measured": n}
+# What the failure detector made of the run (a large model's start must not look like a death).
+def count(pattern):
+    total = 0
+    for i in range(len(pids)):
+        try:
+            total += sum(1 for line in open(f"{w}/cl/node-{i}/log") if pattern in line)
+        except OSError:
+            pass
+    return total
+res.update(suspicions=count(") suspected"), death_verdicts=count("declared dead"), daemons_lost=len(gone))
 os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
 json.dump(res, open(out, "w"), indent=1)
 print(json.dumps(res))
+if gone:
+    sys.exit(f"model_memory: {len(gone)} of {len(pids)} daemons exited before the figures were taken "
+             "(the figures above are of the others)")
 PY
 # Done nodes of a stateless method stay a round deadline for their neighbours' last frames (lifecycle.cc),
 # and the deadline here is 600 s so that no 100M-parameter round times out: stop the cluster once the
