@@ -69,7 +69,8 @@ while True:
             p = kb(pid, "smaps_rollup", "Pss")
             hwm[n] = max(hwm[n], kb(pid, "status", "VmHWM"))
         except OSError:
-            gone.add(n)
+            if to not in marks:  # a daemon that finished its run exits: only one gone before the figures counts
+                gone.add(n)
             continue
         alive = True
         peak[n] = max(peak[n], p)
