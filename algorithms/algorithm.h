@@ -129,7 +129,10 @@ class Algorithm {
   // Builds this round's message from x and the gradient g at x, and encodes it into out. g must stay valid and
   // unchanged until the round's last apply() (Node's gradient does): a method may apply it there instead of
   // keeping a copy of d values (D-PSGD adds -lr g in the mix's one pass). g is empty for a gradient that is
-  // exactly zero, only in a method whose acceptsZeroGradient() is true.
+  // exactly zero, only in a method whose acceptsZeroGradient() is true. out's bytes must likewise stay
+  // allocated and unchanged until then (moving the vector is fine: its buffer stays); they are this node's
+  // frame of the round, which the engine holds until its next round anyway, and the primal-dual family with
+  // fp32 reads its own message there instead of keeping a vector of it.
   virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
   // Whether prepare takes an empty g as a zero gradient. The trainer bridge's model mode has nothing else
   // (the trainer took its own step): a vector of d zeros would be 4 bytes per parameter kept, and a pass

@@ -18,8 +18,9 @@ PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compres
   if (!(p_.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
   const auto n = x0.size();
   x_ = x0;
-  d_ = h_ = yhat_ = Vec::Zero(n);
-  // The general path's two more vectors are made by its first apply: the fp32 path never needs them.
+  d_ = h_ = Vec::Zero(n);
+  // The general path's yhat_ is made by its first prepare, its scratch_ and mix_ by its first apply: the fp32
+  // path needs none of them.
 }
 
 void PrimalDual::startStep(const Vec& g, double lr) {
@@ -32,20 +33,26 @@ void PrimalDual::prepare(Round t, const Vec& g, double lr, compress::Encoded& ou
   GOSSIP_CHECK(started_, "startStep must run before the first round");
   eta_ = lr;
   g_ = &g;  // Node keeps g unchanged until apply: the step lr g is taken from it there, not kept (4d bytes)
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+  if (detail::exactForState(c_)) {
+    // q_i is y_i - h_i itself (fp32 of float32 values), written straight into the frame; apply reads it back
+    // there (the caller keeps out until then, Algorithm::prepare) for yhat_i = h_i + q_i. The decode's
+    // finiteness check, which Node turns into "diverged", is kept.
+    const auto dim = static_cast<std::size_t>(x_.size());
+    GOSSIP_CHECK(g.size() == x_.size(), name_, " takes a gradient of the model's size");
+    const std::span<std::byte> body = compress::fp32PayloadBody(out, dim);
+    if (!detail::primalDualPrepareFp32(x_.data(), g.data(), d_.data(), h_.data(), static_cast<float>(lr), dim, body.data()))
+      throw DecodeError("non-finite value in fp32 payload");
+    ownBody_ = body.data();
+    return;
+  }
+#endif
   // yhat_ holds y_i - h_i until it is encoded, then yhat_i = h_i + q_i: no vector of its own for y_i - h_i.
   yhat_ = x_ - lr * g - lr * d_ - h_;
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(yhat_), rng, out);
-  if (detail::exactForState(c_)) {
-    // q_i is y_i - h_i itself (fp32 of float32 values): h_i + q_i in place, the decode's float sum bit for bit.
-    // The decode's finiteness check, which Node turns into "diverged", is kept.
-    if (!compress::fp32Finite(std::as_bytes(detail::view(yhat_))))
-      throw DecodeError("non-finite value in fp32 payload");
-    yhat_ += h_;
-  } else {
-    yhat_ = h_;
-    detail::decodeAdd(c_, out.view(), yhat_, 1.0);  // yhat_i = h_i + q_i, bit-identical at the receivers
-  }
+  yhat_ = h_;
+  detail::decodeAdd(c_, out.view(), yhat_, 1.0);  // yhat_i = h_i + q_i, bit-identical at the receivers
 }
 
 void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) {
@@ -100,7 +107,8 @@ void PrimalDual::applyFp32(std::span<const Incoming> msgs, const topology::Mixin
                           static_cast<float>(w), static_cast<float>(dualStep * w)});
   }
   detail::PrimalDualFp32 s;
-  s.x = x_.data(), s.d = d_.data(), s.h = h_.data(), s.yhat = yhat_.data(), s.g = g_->data(), s.dim = dim;
+  GOSSIP_CHECK(ownBody_, "apply without this round's prepare");
+  s.x = x_.data(), s.d = d_.data(), s.h = h_.data(), s.own = ownBody_, s.g = g_->data(), s.dim = dim;
   s.keep = static_cast<float>(1.0 - a), s.take = static_cast<float>(a), s.eta = static_cast<float>(eta_);
   s.prox = eta_ * p_.l1 > 0.0;
   s.threshold = static_cast<float>(eta_ * p_.l1);
@@ -132,8 +140,8 @@ void PrimalDual::dropEdge(EdgeKey j) {
 
 std::vector<EdgeKey> PrimalDual::edges() const { return detail::edgeKeys(edges_); }
 
-// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, g_ and eta_ are rebuilt by prepare, scratch_ and
-// mix_ by apply.
+// started, x, d, h and every edge's (key, h_j, e_ij); yhat_, ownBody_, g_ and eta_ are rebuilt by prepare,
+// scratch_ and mix_ by apply.
 // The name is saved too: lead and prox_lead share the layout but not the parameters.
 void PrimalDual::save(ByteWriter& w) const {
   serial::putTag(w, kPrimalDualTag);
@@ -174,6 +182,7 @@ void PrimalDual::load(ByteReader& r) {
     edges.emplace(id, std::move(e));
   }
   started_ = started == 1;
+  ownBody_ = nullptr;  // a round begins with prepare
   x_.swap(x);
   d_.swap(d);
   h_.swap(h);

@@ -61,11 +61,14 @@ class PrimalDual final : public Algorithm {
   const compress::Compressor& c_;
   PeerId self_;
   bool started_ = false;
-  // The apply of the fp32 codec with float32 state: one blocked pass, no scratch_ or mix_ (primal_dual_fp32.h).
+  // The apply of the fp32 codec with float32 state: one blocked pass, no yhat_, scratch_ or mix_
+  // (primal_dual_fp32.h).
   void applyFp32(std::span<const Incoming> msgs, const topology::MixingRow& row);
 
   Vec d_, h_;
-  Vec yhat_;  // prepare: y_i - h_i until encoded, then yhat_i = h_i + q_i for apply
+  Vec yhat_;  // general path: y_i - h_i until encoded, then yhat_i = h_i + q_i for apply
+  // fp32 path: this round's q_i = y_i - h_i in the frame prepare wrote (the caller keeps it until apply)
+  const std::byte* ownBody_ = nullptr;
   const Vec* g_ = nullptr;  // this round's gradient, owned by Node and unchanged until apply (not copied)
   // The general path's (any codec but fp32 with float32 state), made at its first apply: yhat_j per edge, and
   // sum_j w_ij (yhat_i - yhat_j) for the disagreement. 8 bytes per parameter the fp32 path does without.

@@ -1,6 +1,7 @@
 #include "algorithms/primal_dual_fp32.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "compressors/simd.h"
@@ -12,13 +13,19 @@ constexpr std::size_t kBlock = 4096;  // 16 KiB per vector: the block's x, d, h,
 // One block. Each line reproduces one Eigen statement of PrimalDual's general path (primal_dual.cc), in its
 // order: a float product or sum per value, no contraction (-ffp-contract=off, cmake/warnings.cmake).
 GOSSIP_VECTOR_CLONES double applyBlock(const PrimalDualFp32& s, std::span<const PrimalDualEdgeFp32> edges,
-                                       std::size_t first, std::size_t n, float* __restrict mix) {
+                                       std::size_t first, std::size_t n, float* __restrict mix,
+                                       float* __restrict yhat) {
   float* __restrict x = s.x + first;
   float* __restrict d = s.d + first;
   float* __restrict h = s.h + first;
-  const float* __restrict yhat = s.yhat + first;
+  const std::byte* __restrict own = s.own + 4 * first;
   const float* __restrict g = s.g + first;
-  for (std::size_t i = 0; i < n; ++i) mix[i] = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    float q;
+    std::memcpy(&q, own + 4 * i, 4);
+    yhat[i] = q + h[i];  // prepare's yhat_ = (y - h) + h: the general path's decode of its own message
+    mix[i] = 0.0f;
+  }
   for (const PrimalDualEdgeFp32& edge : edges) {
     float* __restrict hj = edge.h + first;
     float* __restrict ej = edge.e + first;
@@ -57,10 +64,31 @@ GOSSIP_VECTOR_CLONES double applyBlock(const PrimalDualFp32& s, std::span<const 
 
 double primalDualApplyFp32(const PrimalDualFp32& s, std::span<const PrimalDualEdgeFp32> edges) {
   float mix[kBlock];
+  float yhat[kBlock];
   double sum = 0;
   for (std::size_t first = 0; first < s.dim; first += kBlock)
-    sum += applyBlock(s, edges, first, std::min(kBlock, s.dim - first), mix);
+    sum += applyBlock(s, edges, first, std::min(kBlock, s.dim - first), mix, yhat);
   return sum;
+}
+
+namespace {
+GOSSIP_VECTOR_CLONES bool prepareBlock(const float* __restrict x, const float* __restrict g, const float* __restrict d,
+                                       const float* __restrict h, float lr, std::size_t n, std::byte* __restrict out) {
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i] - lr * g[i] - lr * d[i] - h[i];  // x_ - lr * g - lr * d_ - h_, left to right
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    bad |= static_cast<std::uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+    std::memcpy(out + 4 * i, &v, 4);
+  }
+  return bad == 0;
+}
+}  // namespace
+
+bool primalDualPrepareFp32(const float* x, const float* g, const float* d, const float* h, float lr, std::size_t dim,
+                           std::byte* out) {
+  return prepareBlock(x, g, d, h, lr, dim, out);
 }
 
 }  // namespace gossip::algo::detail

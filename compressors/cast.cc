@@ -148,6 +148,11 @@ class Cast16 final : public detail::CodecBase<Cast16<Fmt>> {
 
 std::unique_ptr<Compressor> makeFp32(const CompressorSpec&) { return std::make_unique<Fp32>(); }
 
+std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim) {
+  const std::uint32_t n = detail::checkedDim(dim);
+  return {detail::beginPayload(out, CodecId::Fp32, 0, n, kCodecHeaderBytes + 4ull * n), 4ull * n};
+}
+
 std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::size_t dim) {
   ByteReader r(payload, "fp32 payload");
   const auto h = detail::readHeader(r, CodecId::Fp32, dim);

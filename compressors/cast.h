@@ -34,6 +34,11 @@ struct Fp32MixResult {
 Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
                       std::span<const double> weights, std::span<float> out);
 
+// The body of an fp32 payload of `dim` values, its header written, for a caller that computes the values
+// straight into it (the primal-dual family's y - h, algorithms/primal_dual_fp32.h): once filled, the bytes
+// encode() of those values writes, without a vector of them aside.
+std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim);
+
 // Whether every value of an fp32 body is finite: one integer pass over the bits (inf and NaN have all
 // eight exponent bits set). What fp32MixInPlace needs checked before it writes x.
 bool fp32Finite(std::span<const std::byte> body);
