@@ -1,12 +1,12 @@
 // The stateless methods' fast mixes (algorithms/stateless.cc), each against the general path it replaces:
 //  - DeepSqueeze with a sparse codec adds the messages to x in place and measures the disagreement on the
 //    union of the supports. Oracle: the same class on the dense path, forced by a codec that forwards every
-//    call to the sparse one but hides its support.
+//    call to the sparse one but hides its support (Disguised).
 //  - D-PSGD with fp32 and float32 state mixes in one blocked pass (compressors/cast.h, fp32Mix). Oracle:
 //    the scaled copy and one decodeAdd per message, computed here.
 //  - The primal-dual family (LEAD, Prox-LEAD, NIDS) with fp32 and float32 state applies its round in one
 //    blocked pass (algorithms/primal_dual_fp32.h). Oracle: the same class on the general path, forced by a
-//    codec that forwards every call to fp32 but does not say it is fp32.
+//    codec that forwards every call to fp32 but does not say it is fp32 (Disguised under another id).
 // Models bit for bit equal, disagreements equal to rounding, a bad message refused with x unchanged.
 #include <doctest/doctest.h>
 
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -26,12 +27,15 @@ using gossip::algo::Vec;
 
 namespace {
 
-// The codec `inner`, with no support: DeepSqueeze takes its dense path (next x built aside).
-class HiddenSupport final : public compress::Compressor {
+// The codec `inner`, every call forwarded but its support hidden (sparseSupport is not forwarded, so
+// DeepSqueeze takes its dense path) and, with `id`, under another codec id (the primal-dual family cannot tell
+// it is fp32 and takes its general path).
+class Disguised final : public compress::Compressor {
  public:
-  explicit HiddenSupport(const compress::Compressor& inner) : inner_(inner) {}
+  explicit Disguised(const compress::Compressor& inner, std::optional<compress::CodecId> id = std::nullopt)
+      : inner_(inner), id_(id) {}
   std::string_view name() const override { return inner_.name(); }
-  compress::CodecId codec() const override { return inner_.codec(); }
+  compress::CodecId codec() const override { return id_.value_or(inner_.codec()); }
   bool unbiased() const override { return inner_.unbiased(); }
   compress::Quality quality(std::uint32_t dim) const override { return inner_.quality(dim); }
   std::size_t encodedBytes(std::uint32_t dim) const override { return inner_.encodedBytes(dim); }
@@ -42,24 +46,7 @@ class HiddenSupport final : public compress::Compressor {
 
  private:
   const compress::Compressor& inner_;
-};
-
-// The codec `inner` under another id: the methods cannot tell it is fp32 and take their general path.
-class NotFp32 final : public compress::Compressor {
- public:
-  explicit NotFp32(const compress::Compressor& inner) : inner_(inner) {}
-  std::string_view name() const override { return inner_.name(); }
-  compress::CodecId codec() const override { return compress::CodecId::Fp16; }
-  bool unbiased() const override { return inner_.unbiased(); }
-  compress::Quality quality(std::uint32_t dim) const override { return inner_.quality(dim); }
-  std::size_t encodedBytes(std::uint32_t dim) const override { return inner_.encodedBytes(dim); }
-  void encode(std::span<const float> x, Rng& rng, compress::Encoded& out) const override { inner_.encode(x, rng, out); }
-  void encode(std::span<const double> x, Rng& rng, compress::Encoded& out) const override { inner_.encode(x, rng, out); }
-  void decodeAdd(std::span<const std::byte> p, std::span<float> acc, double s) const override { inner_.decodeAdd(p, acc, s); }
-  void decodeAdd(std::span<const std::byte> p, std::span<double> acc, double s) const override { inner_.decodeAdd(p, acc, s); }
-
- private:
-  const compress::Compressor& inner_;
+  std::optional<compress::CodecId> id_;
 };
 
 Vec randomVec(Rng& rng, Eigen::Index d, double scale) {
@@ -81,7 +68,7 @@ TEST_CASE("deepsqueeze: the in-place mix of a sparse codec equals the dense path
         compress::CompressorSpec{.name = "topk_natural", .ratio = 0.05}}) {
     CAPTURE(spec.name);
     const auto sparse = compress::makeCompressor(spec);
-    const HiddenSupport dense(*sparse);
+    const Disguised dense(*sparse);
     std::vector<std::uint32_t> probe;
     compress::Encoded e;
     Rng rng(7);
@@ -234,7 +221,7 @@ TEST_CASE("dpsgd fp32: the one-pass mix takes any number of neighbours (a comple
 TEST_CASE("lead - prox_lead - nids with fp32: the one-pass round equals the general path bit for bit") {
   constexpr Eigen::Index d = 2 * 4096 + 555;  // several blocks and a partial one
   const auto fp32 = compress::makeCompressor({.name = "fp32"});
-  const NotFp32 general(*fp32);
+  const Disguised general(*fp32, compress::CodecId::Fp16);
   struct Case {
     const char* name;
     double alpha, gamma, l1;
