@@ -23,7 +23,7 @@ GOSSIP_VECTOR_CLONES double applyBlock(const PrimalDualFp32& s, std::span<const 
   for (std::size_t i = 0; i < n; ++i) {
     float q;
     std::memcpy(&q, own + 4 * i, 4);
-    yhat[i] = q + h[i];  // prepare's yhat_ = (y - h) + h: the general path's decode of its own message
+    yhat[i] = h[i] + q;  // yhat_ = h_; decodeAdd(own message): h + 1·q, the same float sum
     mix[i] = 0.0f;
   }
   for (const PrimalDualEdgeFp32& edge : edges) {
