@@ -23,7 +23,8 @@ class ExternalGradient final : public GradientEstimator {
   // would be a whole model's worth of memory held for nothing.
   explicit ExternalGradient(Eigen::Index dim) : dim_(dim) {}
 
-  // Where the next gradient is written (dim values). Valid until the next estimate().
+  // Where the next gradient is written (dim values): a Node's g itself (gradientStorage), which only a caller
+  // of estimate() with a vector of its own swaps away.
   Vec& buffer() {
     if (g_.size() != dim_) g_ = Vec::Zero(dim_);
     callerZero_ = false;  // when g_ is the caller's own (gradientStorage), it is about to hold something else
