@@ -28,18 +28,23 @@ bool mixesInPlace(const Config& c) {
   }
 }
 
+// The fp32 codec: with float32 state its message is x's own values, which D-PSGD and the primal-dual family
+// mix without a vector aside.
+bool fp32Codec(const Config& c) { return c.compressor.name == "fp32" || c.compressor.name == "identity"; }
+
 double baseVectors(const Config& c) {
   const std::string& a = c.algorithm.name;
   if (a == "dpsgd") {  // x and g; fp32 with float32 state mixes in place, the others build the next x aside
-    const bool fp32 = c.compressor.name == "fp32" || c.compressor.name == "identity";
-    return fp32 && !kRealIsDouble ? 2 : fp32 ? 3 : 4;  // + C(x_i) for a lossy codec
+    return fp32Codec(c) && !kRealIsDouble ? 2 : fp32Codec(c) ? 3 : 4;  // + C(x_i) for a lossy codec
   }
   if (a == "deepsqueeze")  // x, error memory, g (+ m, x aside); a dense codec's mix adds the next x
     return (mixesInPlace(c) ? 3 + 1.0 / (8 * sizeof(Real)) : 4) + (c.compressor_beta < 1.0 ? 2 : 0);
   if (a == "choco") return 4;        // x, x_hat, scratch, g
   if (a == "lsgd") return 5;         // + the leader's decoded model
   if (a == "codistill") return 4;    // x, x_hat, gradient, scratch
-  return 8;  // lead, prox_lead, nids, ed: x, d, h, y_hat, the step, scratch, the mixed difference, g
+  // lead, prox_lead, nids, ed: x, d, h, g; with a codec other than fp32 (or float64 state) also y_hat, a scratch
+  // vector and the mixed difference (algorithms/primal_dual_fp32.h: the fp32 path keeps them as blocks)
+  return fp32Codec(c) && !kRealIsDouble ? 4 : 7;
 }
 
 // d-sized vectors kept per neighbour: CHOCO's replica x_hat_j; the exact methods' h_j and e_ij.
