@@ -46,11 +46,21 @@ using training::Vec;
 
 // One neighbour's message for this round, as it came off the wire (codec payload bytes). incarnation is the
 // sender's incarnation as stated by the transport; replica methods reject a mismatch with the edge's.
+// A large message may come in parts (the transport's receive buffers, read in place): then `parts` holds
+// them, in order, and `payload` is empty. Only a method whose readsPayloadParts() is true is given parts;
+// the others always get one contiguous payload.
 struct Incoming {
   PeerId from;
   Incarnation incarnation = 0;
   std::span<const std::byte> payload;
+  std::span<const std::span<const std::byte>> parts = {};
 };
+
+// The message's bytes as parts: `parts`, or the payload as the only one. The view points into m: valid while
+// m is.
+inline std::span<const std::span<const std::byte>> messageParts(const Incoming& m) {
+  return m.parts.empty() ? std::span<const std::span<const std::byte>>(&m.payload, 1) : m.parts;
+}
 
 // Identifies one edge: a neighbour in one of its lives. A restarted neighbour is a different edge, so
 // stale state can never be mixed with the new life's messages.
@@ -138,6 +148,10 @@ class Algorithm {
   // (the trainer took its own step): a vector of d zeros would be 4 bytes per parameter kept, and a pass
   // of reads, for nothing. The methods of model mode (D-PSGD, DeepSqueeze, CHOCO) say yes.
   virtual bool acceptsZeroGradient() const { return false; }
+  // Whether apply() reads a message in parts (Incoming::parts) without a copy into one buffer: the fp32
+  // mixes of D-PSGD and the primal-dual family, whose kernels walk the values part by part. False: the
+  // engine gathers a message that arrived in parts into one buffer first.
+  virtual bool readsPayloadParts() const { return false; }
   // Mixes the neighbours' messages of round t. row.neighbors lists the neighbours of this round with their
   // weights; msgs holds at most one message per neighbour of the row (others are ignored and counted).
   virtual void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) = 0;

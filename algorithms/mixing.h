@@ -17,7 +17,9 @@ namespace gossip::algo::detail {
 // mixArrivedFp32's lists, per thread: the simulator mixes its nodes on a pool of threads, and a round
 // should not allocate.
 struct Fp32MixScratch {
-  std::vector<std::span<const std::byte>> bodies;
+  std::vector<std::span<const std::byte>> runs;  // every body's runs, one body after the other
+  std::vector<std::size_t> firstRun;             // index in runs of each body's first run
+  std::vector<compress::Fp32Runs> bodies;        // views into runs, made once runs is complete
   std::vector<double> weights;
   std::vector<PeerId> senders;
 };
@@ -87,7 +89,7 @@ inline void mixArrived(const compress::Compressor& c, std::span<const Incoming> 
 inline double collectFp32Bodies(std::span<const Incoming> msgs, const topology::MixingRow& row, std::size_t dim,
                                 bool checkFinite) {
   Fp32MixScratch& s = fp32Scratch();
-  s.bodies.clear(), s.weights.clear(), s.senders.clear();
+  s.runs.clear(), s.firstRun.clear(), s.bodies.clear(), s.weights.clear(), s.senders.clear();
   double selfWeight = row.self;
   for (const auto& [j, w] : row.neighbors) {
     const Incoming* m = findIncoming(msgs, j);
@@ -95,15 +97,20 @@ inline double collectFp32Bodies(std::span<const Incoming> msgs, const topology::
       selfWeight += w;
       continue;
     }
+    s.firstRun.push_back(s.runs.size());
     try {
-      s.bodies.push_back(compress::fp32Body(m->payload, dim));
+      compress::fp32BodyRuns(messageParts(*m), dim, s.runs);  // a message in parts is read in place
     } catch (const DecodeError& e) {
       throw RejectedMessage(m->from, e.what());
     }
-    if (checkFinite && !compress::fp32Finite(s.bodies.back()))
-      throw RejectedMessage(m->from, "non-finite value in fp32 payload");
     s.weights.push_back(w);
     s.senders.push_back(m->from);
+  }
+  s.firstRun.push_back(s.runs.size());
+  for (std::size_t k = 0; k + 1 < s.firstRun.size(); ++k) {
+    s.bodies.push_back(compress::Fp32Runs(s.runs).subspan(s.firstRun[k], s.firstRun[k + 1] - s.firstRun[k]));
+    if (checkFinite && !compress::fp32Finite(s.bodies.back()))
+      throw RejectedMessage(s.senders[k], "non-finite value in fp32 payload");
   }
   return selfWeight;
 }

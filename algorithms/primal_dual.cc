@@ -87,24 +87,32 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
 void PrimalDual::applyFp32(std::span<const Incoming> msgs, const topology::MixingRow& row) {
   const auto dim = static_cast<std::size_t>(x_.size());
   // Every message checked before any state is written: a refused round leaves the node untouched.
+  // The messages' runs are collected in the row's order (a message in parts is read in place).
+  fp32Runs_.clear();
+  fp32FirstRun_.clear();
   detail::validateReplicaMessages(name_, msgs, row, edges_.size(), detail::incarnationLookup(edges_),
                                   [&](const Incoming& m) {
-                                    std::span<const std::byte> body;
+                                    const std::size_t first = fp32Runs_.size();
+                                    fp32FirstRun_.push_back(first);
                                     try {
-                                      body = compress::fp32Body(m.payload, dim);
+                                      compress::fp32BodyRuns(messageParts(m), dim, fp32Runs_);
                                     } catch (const DecodeError& e) {
                                       throw RejectedMessage(m.from, e.what());
                                     }
+                                    const auto body = compress::Fp32Runs(fp32Runs_).subspan(first);
                                     if (!compress::fp32Finite(body))
                                       throw RejectedMessage(m.from, "non-finite value in fp32 payload");
                                   });
+  fp32FirstRun_.push_back(fp32Runs_.size());
   const double dualStep = p_.gamma / (2.0 * eta_);
   const double a = p_.alpha;
   fp32Edges_.clear();
+  std::size_t k = 0;
   for (const auto& [j, w] : row.neighbors) {
     Edge& e = edges_.at(j);
-    fp32Edges_.push_back({e.h.data(), e.e.data(), compress::fp32Body(*detail::findMessage(msgs, j), dim).data(),
-                          static_cast<float>(w), static_cast<float>(dualStep * w)});
+    const auto body = compress::Fp32Runs(fp32Runs_).subspan(fp32FirstRun_[k], fp32FirstRun_[k + 1] - fp32FirstRun_[k]);
+    ++k;
+    fp32Edges_.push_back({e.h.data(), e.e.data(), body, static_cast<float>(w), static_cast<float>(dualStep * w)});
   }
   detail::PrimalDualFp32 s;
   GOSSIP_CHECK(ownBody_, "apply without this round's prepare");
@@ -115,6 +123,8 @@ void PrimalDual::applyFp32(std::span<const Incoming> msgs, const topology::Mixin
   disagreement_ = std::sqrt(detail::primalDualApplyFp32(s, fp32Edges_));
 }
 #endif
+
+bool PrimalDual::readsPayloadParts() const { return detail::exactForState(c_); }
 
 std::span<const Real> PrimalDual::publicState() const { return detail::view(h_); }
 

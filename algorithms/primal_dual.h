@@ -32,6 +32,8 @@ class PrimalDual final : public Algorithm {
              const Vec& x0, std::unique_ptr<compress::Compressor> owned = nullptr);
   std::string_view name() const override { return name_; }
   bool stateless() const override { return false; }
+  // The fp32 path reads a message in parts (no copy of each received model into one buffer).
+  bool readsPayloadParts() const override;
   bool needsStartStep() const override { return !started_; }
   void startStep(const Vec& g, double lr) override;
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
@@ -74,6 +76,8 @@ class PrimalDual final : public Algorithm {
   // sum_j w_ij (yhat_i - yhat_j) for the disagreement. 8 bytes per parameter the fp32 path does without.
   Vec scratch_, mix_;
   std::vector<detail::PrimalDualEdgeFp32> fp32Edges_;  // applyFp32's per-edge pointers, reused every round
+  std::vector<std::span<const std::byte>> fp32Runs_;   // applyFp32: the messages' runs, in the row's order
+  std::vector<std::size_t> fp32FirstRun_;              // applyFp32: each message's first run in fp32Runs_
   std::map<PeerId, Edge> edges_;  // at most one edge per neighbour id
   double eta_ = 0;
 };

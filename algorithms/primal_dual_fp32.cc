@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "compressors/simd.h"
 
@@ -13,8 +14,8 @@ constexpr std::size_t kBlock = 4096;  // 16 KiB per vector: the block's x, d, h,
 // One block. Each line reproduces one Eigen statement of PrimalDual's general path (primal_dual.cc), in its
 // order: a float product or sum per value, no contraction (-ffp-contract=off, cmake/warnings.cmake).
 GOSSIP_VECTOR_CLONES double applyBlock(const PrimalDualFp32& s, std::span<const PrimalDualEdgeFp32> edges,
-                                       std::size_t first, std::size_t n, float* __restrict mix,
-                                       float* __restrict yhat) {
+                                       const std::byte* const* bodies, std::size_t first, std::size_t n,
+                                       float* __restrict mix, float* __restrict yhat) {
   float* __restrict x = s.x + first;
   float* __restrict d = s.d + first;
   float* __restrict h = s.h + first;
@@ -26,10 +27,11 @@ GOSSIP_VECTOR_CLONES double applyBlock(const PrimalDualFp32& s, std::span<const 
     yhat[i] = h[i] + q;  // yhat_ = h_; decodeAdd(own message): h + 1·q, the same float sum
     mix[i] = 0.0f;
   }
-  for (const PrimalDualEdgeFp32& edge : edges) {
+  for (std::size_t k = 0; k < edges.size(); ++k) {
+    const PrimalDualEdgeFp32& edge = edges[k];
     float* __restrict hj = edge.h + first;
     float* __restrict ej = edge.e + first;
-    const std::byte* __restrict src = edge.body + 4 * first;
+    const std::byte* __restrict src = bodies[k];  // the edge's value `first`, in one of its runs
     for (std::size_t i = 0; i < n; ++i) {
       float q;
       std::memcpy(&q, src + 4 * i, 4);
@@ -63,11 +65,20 @@ GOSSIP_VECTOR_CLONES double applyBlock(const PrimalDualFp32& s, std::span<const 
 }  // namespace
 
 double primalDualApplyFp32(const PrimalDualFp32& s, std::span<const PrimalDualEdgeFp32> edges) {
+  thread_local std::vector<compress::Fp32Runs> bodies;
+  thread_local compress::Fp32RunWalk walk;
+  bodies.clear();
+  for (const PrimalDualEdgeFp32& e : edges) bodies.push_back(e.body);
+  walk.reset(bodies);
   float mix[kBlock];
   float yhat[kBlock];
   double sum = 0;
-  for (std::size_t first = 0; first < s.dim; first += kBlock)
-    sum += applyBlock(s, edges, first, std::min(kBlock, s.dim - first), mix, yhat);
+  // Blocks stay at multiples of kBlock; one that straddles the end of a message's part is cut there.
+  for (std::size_t first = 0; first < s.dim;) {
+    const std::size_t n = walk.next(first, std::min(s.dim, (first / kBlock + 1) * kBlock) - first);
+    sum += applyBlock(s, edges, walk.at(), first, n, mix, yhat);
+    first += n;
+  }
   return sum;
 }
 

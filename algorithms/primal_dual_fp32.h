@@ -15,14 +15,17 @@
 #include <cstddef>
 #include <span>
 
+#include "compressors/fp32_runs.h"
+
 namespace gossip::algo::detail {
 
 // One edge of the round: the replica h_j and the dual share e_ij (updated in place), the neighbour's fp32
-// values (a checked body, compressors/cast.h fp32Body + fp32Finite), its weight and the dual's step γ/(2η)·w_ij.
+// values (a checked body, compressors/cast.h fp32BodyRuns + fp32Finite: one run, or one per part of a
+// message read in place), its weight and the dual's step γ/(2η)·w_ij.
 struct PrimalDualEdgeFp32 {
   float* h = nullptr;
   float* e = nullptr;
-  const std::byte* body = nullptr;
+  compress::Fp32Runs body;
   float weight = 0;
   float dual_step = 0;
 };

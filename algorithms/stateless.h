@@ -19,6 +19,8 @@ class Dpsgd : public Algorithm {
   std::string_view name() const override { return "dpsgd"; }
   bool stateless() const override { return true; }
   bool acceptsZeroGradient() const override { return true; }
+  // Its fp32 mixes read a message in parts (no copy of each received model into one buffer).
+  bool readsPayloadParts() const override { return ownIsX_; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;

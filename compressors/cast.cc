@@ -162,6 +162,24 @@ std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::siz
   return body;
 }
 
+void fp32BodyRuns(std::span<const std::span<const std::byte>> parts, std::size_t dim,
+                  std::vector<std::span<const std::byte>>& runs) {
+  if (parts.empty() || parts[0].size() < kCodecHeaderBytes)
+    throw DecodeError("fp32 payload: its first part does not hold the codec header");
+  ByteReader r(parts[0].first(kCodecHeaderBytes), "fp32 payload");
+  const auto h = detail::readHeader(r, CodecId::Fp32, dim);
+  if (h.param != 0) throw DecodeError("fp32 payload: unexpected header param " + std::to_string(h.param));
+  std::size_t bytes = 0;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const auto run = k == 0 ? parts[0].subspan(kCodecHeaderBytes) : parts[k];
+    if (run.size() % 4 != 0) throw DecodeError("fp32 payload: a part boundary splits a value");
+    bytes += run.size();
+    if (!run.empty()) runs.push_back(run);
+  }
+  if (bytes != 4ull * h.dim)
+    throw DecodeError("fp32 payload: " + std::to_string(bytes) + " value bytes for " + std::to_string(h.dim) + " values");
+}
+
 namespace {
 // Σ_i (a_i - b_i)² in double, summed in 8 lanes: a strict left-to-right double sum does not vectorize, and
 // the order changes only the last bits of a reported metric, never the state. Inlined into each clone.
@@ -186,13 +204,12 @@ inline double squaredChange(const float* __restrict a, const float* __restrict b
 // One block of fp32Mix: 4,096 floats (16 KiB of out) stay in L1/L2 while every body adds into them. Written
 // for the vectorizer: restrict pointers, finiteness as an integer test of the exponent bits (inf and NaN
 // have all eight set), and the squared change summed in lanes (squaredChange).
-GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
-                                     std::span<const std::span<const std::byte>> bodies,
-                                     std::span<const double> weights, std::size_t first, std::size_t n,
-                                     float* __restrict out, unsigned char* finite) {
+GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own, const std::byte* const* bodies,
+                                     std::span<const double> weights, std::size_t n, float* __restrict out,
+                                     unsigned char* finite) {
   for (std::size_t i = 0; i < n; ++i) out[i] = self * own[i];
-  for (std::size_t k = 0; k < bodies.size(); ++k) {
-    const std::byte* __restrict src = bodies[k].data() + 4 * first;
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    const std::byte* __restrict src = bodies[k];
     const float w = static_cast<float>(weights[k]);
     std::uint32_t bad = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -209,13 +226,12 @@ GOSSIP_VECTOR_CLONES double mixBlock(float self, const float* __restrict own,
 }
 // One block of fp32MixInPlace: the mixed values go to a block-sized scratch first (x's old values are
 // needed for the change), then back into x with the step.
-GOSSIP_VECTOR_CLONES double mixBlockInPlace(float self, float* __restrict x,
-                                            std::span<const std::span<const std::byte>> bodies,
-                                            std::span<const double> weights, std::size_t first, std::size_t n,
+GOSSIP_VECTOR_CLONES double mixBlockInPlace(float self, float* __restrict x, const std::byte* const* bodies,
+                                            std::span<const double> weights, std::size_t n,
                                             float* __restrict mixed, const float* __restrict g, float step) {
   for (std::size_t i = 0; i < n; ++i) mixed[i] = self * x[i];
-  for (std::size_t k = 0; k < bodies.size(); ++k) {
-    const std::byte* __restrict src = bodies[k].data() + 4 * first;
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    const std::byte* __restrict src = bodies[k];
     const float w = static_cast<float>(weights[k]);
     for (std::size_t i = 0; i < n; ++i) {
       float f;
@@ -245,40 +261,66 @@ GOSSIP_VECTOR_CLONES bool allFinite(const std::byte* src, std::size_t n) {
 
 bool fp32Finite(std::span<const std::byte> body) { return allFinite(body.data(), body.size() / 4); }
 
-double fp32MixInPlace(float self, std::span<float> x, std::span<const std::span<const std::byte>> bodies,
+bool fp32Finite(Fp32Runs body) {
+  for (const auto& run : body)
+    if (!allFinite(run.data(), run.size() / 4)) return false;
+  return true;
+}
+
+namespace {
+constexpr std::size_t kBlock = 4096;
+
+// The checks both mixes make before their pass: a bug of the caller, not a bad message (the bodies' lengths
+// were checked when they were taken out of their payloads).
+void checkBodies(const char* who, std::span<const Fp32Runs> bodies, std::size_t weights, std::size_t dim) {
+  if (weights != bodies.size())
+    throw Error(std::string(who) + ": " + std::to_string(bodies.size()) + " bodies, " + std::to_string(weights) + " weights");
+  for (const Fp32Runs& b : bodies) {
+    std::size_t bytes = 0;
+    for (const auto& run : b) bytes += run.size();
+    if (bytes != 4 * dim) throw Error(std::string(who) + ": a body of " + std::to_string(bytes) + " bytes");
+  }
+}
+
+// The end of the block `first` lies in: blocks stay at multiples of kBlock, so a body that arrived in parts
+// splits only the blocks that straddle a part's end.
+std::size_t blockEnd(std::size_t first, std::size_t dim) { return std::min(dim, (first / kBlock + 1) * kBlock); }
+}  // namespace
+
+double fp32MixInPlace(float self, std::span<float> x, std::span<const Fp32Runs> bodies,
                       std::span<const double> weights, std::span<const float> g, float step) {
-  constexpr std::size_t kBlock = 4096;
-  if (weights.size() != bodies.size() || (!g.empty() && g.size() != x.size()))
-    throw Error("fp32MixInPlace: " + std::to_string(bodies.size()) + " bodies, " + std::to_string(weights.size()) +
-                " weights, g of " + std::to_string(g.size()) + " for " + std::to_string(x.size()) + " values");
-  for (const auto& b : bodies)
-    if (b.size() != 4 * x.size()) throw Error("fp32MixInPlace: a body of " + std::to_string(b.size()) + " bytes");
+  checkBodies("fp32MixInPlace", bodies, weights.size(), x.size());
+  if (!g.empty() && g.size() != x.size())
+    throw Error("fp32MixInPlace: g of " + std::to_string(g.size()) + " for " + std::to_string(x.size()) + " values");
+  thread_local Fp32RunWalk walk;
+  walk.reset(bodies);
   float mixed[kBlock];
   double sum = 0;
-  for (std::size_t first = 0; first < x.size(); first += kBlock) {
-    const std::size_t n = std::min(kBlock, x.size() - first);
-    sum += mixBlockInPlace(self, x.data() + first, bodies, weights, first, n, mixed,
+  for (std::size_t first = 0; first < x.size();) {
+    const std::size_t n = walk.next(first, blockEnd(first, x.size()) - first);
+    sum += mixBlockInPlace(self, x.data() + first, walk.at(), weights, n, mixed,
                            g.empty() ? nullptr : g.data() + first, step);
+    first += n;
   }
   return sum;
 }
 
-Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
+Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const Fp32Runs> bodies,
                       std::span<const double> weights, std::span<float> out) {
-  constexpr std::size_t kBlock = 4096;
-  if (weights.size() != bodies.size() || out.size() != own.size())
-    throw Error("fp32Mix: " + std::to_string(bodies.size()) + " bodies, " + std::to_string(weights.size()) +
-                " weights, out " + std::to_string(out.size()) + " for " + std::to_string(own.size()) + " values");
-  for (const auto& b : bodies)
-    if (b.size() != 4 * own.size()) throw Error("fp32Mix: a body of " + std::to_string(b.size()) + " bytes");
+  checkBodies("fp32Mix", bodies, weights.size(), own.size());
+  if (out.size() != own.size())
+    throw Error("fp32Mix: out of " + std::to_string(out.size()) + " for " + std::to_string(own.size()) + " values");
   // One flag per body, any number of them (a complete graph of thousands in the simulator); per thread,
   // so a round allocates nothing once it has grown.
   thread_local std::vector<unsigned char> finite;
   finite.assign(bodies.size(), 1);
+  thread_local Fp32RunWalk walk;
+  walk.reset(bodies);
   Fp32MixResult r;
-  for (std::size_t first = 0; first < own.size(); first += kBlock) {
-    const std::size_t n = std::min(kBlock, own.size() - first);
-    r.squared_change += mixBlock(self, own.data() + first, bodies, weights, first, n, out.data() + first, finite.data());
+  for (std::size_t first = 0; first < own.size();) {
+    const std::size_t n = walk.next(first, blockEnd(first, own.size()) - first);
+    r.squared_change += mixBlock(self, own.data() + first, walk.at(), weights, n, out.data() + first, finite.data());
+    first += n;
   }
   r.bad = static_cast<std::size_t>(std::find(finite.begin(), finite.end(), 0) - finite.begin());
   return r;

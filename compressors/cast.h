@@ -10,7 +10,10 @@
 #include <memory>
 #include <span>
 
+#include <vector>
+
 #include "compressors/compressor.h"
+#include "compressors/fp32_runs.h"
 
 namespace gossip::compress {
 std::unique_ptr<Compressor> makeFp32(const CompressorSpec& spec);
@@ -22,6 +25,11 @@ std::unique_ptr<Compressor> makeFp32(const CompressorSpec& spec);
 // fp32Body: the value bytes of an fp32 payload for a vector of `dim`, its header and length checked as
 // decodeAdd checks them (DecodeError otherwise); the values' finiteness is checked by fp32Mix.
 std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::size_t dim);
+// The same for a payload given in parts (algorithm.h, Incoming::parts): the header must lie in the first
+// part, and no part boundary may split a value (DecodeError otherwise; the transport's 1 MiB parts and the
+// 8-byte header never do). Appends the body's runs to `runs`, the first part's without its header.
+void fp32BodyRuns(std::span<const std::span<const std::byte>> parts, std::size_t dim,
+                  std::vector<std::span<const std::byte>>& runs);
 // out = self·own + Σ_k weights[k]·bodies[k], with the operations (float products and sums, in this order)
 // of out = self·own followed by decodeAdd of each payload, so bit for bit that result; returns Σ_i (out_i -
 // own_i)² in double. Runs over blocks that stay in cache, so each vector is read or written once. If a
@@ -31,7 +39,8 @@ struct Fp32MixResult {
   double squared_change = 0;
   std::size_t bad = 0;
 };
-Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const std::span<const std::byte>> bodies,
+// Each body is given as its runs (compressors/fp32_runs.h; one run for a contiguous payload).
+Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const Fp32Runs> bodies,
                       std::span<const double> weights, std::span<float> out);
 
 // The body of an fp32 payload of `dim` values, its header written, for a caller that computes the values
@@ -42,11 +51,12 @@ std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim);
 // Whether every value of an fp32 body is finite: one integer pass over the bits (inf and NaN have all
 // eight exponent bits set). What fp32MixInPlace needs checked before it writes x.
 bool fp32Finite(std::span<const std::byte> body);
+bool fp32Finite(Fp32Runs body);
 // The mix in place: x = self·x + Σ_k weights[k]·bodies[k], then x -= step·g when g is not empty, with the
 // float operations of fp32Mix followed by `out -= step * g`, so bit for bit that result; returns Σ_i (mixed_i
 // - x_i)² before the step, in double. No second vector of the model is needed (D-PSGD kept its next model
 // aside: 4 bytes per parameter). The bodies must have passed fp32Finite: x is written block by block.
-double fp32MixInPlace(float self, std::span<float> x, std::span<const std::span<const std::byte>> bodies,
+double fp32MixInPlace(float self, std::span<float> x, std::span<const Fp32Runs> bodies,
                       std::span<const double> weights, std::span<const float> g, float step);
 
 std::unique_ptr<Compressor> makeFp16(const CompressorSpec& spec);

@@ -7,14 +7,18 @@
 //  - The primal-dual family (LEAD, Prox-LEAD, NIDS) with fp32 and float32 state applies its round in one
 //    blocked pass (algorithms/primal_dual_fp32.h). Oracle: the same class on the general path, forced by a
 //    codec that forwards every call to fp32 but does not say it is fp32 (Disguised under another id).
-// Models bit for bit equal, disagreements equal to rounding, a bad message refused with x unchanged.
+// Models bit for bit equal, disagreements equal to rounding, a bad message refused with x unchanged. The fp32
+// paths also read a message in parts (the transport's receive buffers, algorithm.h Incoming::parts): the
+// same state bit for bit as from one buffer.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -57,6 +61,27 @@ Vec randomVec(Rng& rng, Eigen::Index d, double scale) {
 
 void encodeVec(const compress::Compressor& c, const Vec& v, Rng& rng, compress::Encoded& out) {
   c.encode(std::span<const Real>(v.data(), static_cast<std::size_t>(v.size())), rng, out);
+}
+
+// A payload cut into parts as a transport hands a large one over (algorithm.h, Incoming::parts): a first
+// part of `first` bytes, then parts of `size` bytes, the last one shorter.
+std::vector<std::span<const std::byte>> cutInParts(const Bytes& b, std::size_t first, std::size_t size) {
+  std::vector<std::span<const std::byte>> parts;
+  const std::span<const std::byte> all(b);
+  std::size_t at = std::min(first, b.size());
+  parts.push_back(all.first(at));
+  while (at < b.size()) {
+    const std::size_t n = std::min(size, b.size() - at);
+    parts.push_back(all.subspan(at, n));
+    at += n;
+  }
+  return parts;
+}
+
+// The same message given in parts: no payload, only the parts (as the engine hands it to a method whose
+// readsPayloadParts() is true).
+algo::Incoming inParts(PeerId from, Incarnation inc, std::span<const std::span<const std::byte>> parts) {
+  return {from, inc, {}, parts};
 }
 
 }  // namespace
@@ -180,6 +205,62 @@ TEST_CASE("dpsgd fp32: the one-pass mix equals a scaled copy plus a decodeAdd pe
   }
 }
 
+TEST_CASE("dpsgd fp32: messages read in parts mix bit for bit as the same messages in one buffer") {
+  constexpr Eigen::Index d = 5 * 4096 + 77;
+  const auto c = compress::makeCompressor({.name = "fp32"});
+  Rng rng(23);
+  const algo::AlgorithmParams p{.name = "dpsgd", .seed = 5};
+  const Vec x0 = randomVec(rng, d, 1.0);
+  auto whole = algo::makeAlgorithm(p, *c, 0, x0);
+  auto inPieces = algo::makeAlgorithm(p, *c, 0, x0);
+  CHECK(inPieces->readsPayloadParts());
+  const topology::MixingRow row{.self = 0.4, .neighbors = {{1, 0.25}, {2, 0.2}, {3, 0.15}}};
+  for (Round t = 0; t < 4; ++t) {
+    CAPTURE(t);
+    const Vec g = randomVec(rng, d, 0.5);
+    compress::Encoded ownA, ownB;
+    whole->prepare(t, g, 0.05, ownA);
+    inPieces->prepare(t, g, 0.05, ownB);
+    std::vector<compress::Encoded> theirs(3);
+    for (auto& e : theirs) encodeVec(*c, randomVec(rng, d, 3.0), rng, e);
+    // Boundaries that cut blocks anywhere (not at multiples of 4,096 values), an empty part, and one message
+    // in one buffer: each body's runs end at other values than the others'.
+    const auto p1 = cutInParts(theirs[0].bytes, 8 + 4 * 1000, 4 * 4500);
+    auto p2 = cutInParts(theirs[1].bytes, 12, 4 * 777);
+    p2.insert(p2.begin() + 3, std::span<const std::byte>());
+    const std::vector<algo::Incoming> msgs{{1, 0, theirs[0].view()}, {2, 0, theirs[1].view()}, {3, 0, theirs[2].view()}};
+    const std::vector<algo::Incoming> pieces{inParts(1, 0, p1), inParts(2, 0, p2), {3, 0, theirs[2].view()}};
+    if (t == 1) {  // a NaN in a later part of 2, then a part boundary inside a value from 1: refused, x unchanged
+      const Vec x = inPieces->x();
+      compress::Encoded nan = theirs[1];
+      const float bad = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(nan.bytes.data() + nan.bytes.size() - 4 * 900, &bad, 4);
+      const auto pn = cutInParts(nan.bytes, 12, 4 * 777);
+      std::vector<algo::Incoming> badMsgs{pieces[0], inParts(2, 0, pn), pieces[2]};
+      try {
+        inPieces->apply(t, badMsgs, row);
+        FAIL("a NaN was mixed");
+      } catch (const algo::RejectedMessage& e) {
+        CHECK(e.from == 2);
+      }
+      const auto split = cutInParts(theirs[0].bytes, 8 + 4 * 1000 + 2, 4 * 4500);
+      badMsgs = {inParts(1, 0, split), pieces[1], pieces[2]};
+      try {
+        inPieces->apply(t, badMsgs, row);
+        FAIL("a value split between parts was mixed");
+      } catch (const algo::RejectedMessage& e) {
+        CHECK(e.from == 1);
+        CHECK(std::string(e.what()).find("splits a value") != std::string::npos);
+      }
+      CHECK((inPieces->x().array() == x.array()).all());
+    }
+    whole->apply(t, msgs, row);
+    inPieces->apply(t, pieces, row);
+    REQUIRE((inPieces->x().array() == whole->x().array()).all());
+    CHECK(inPieces->disagreement() == doctest::Approx(whole->disagreement()).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("dpsgd fp32: the one-pass mix takes any number of neighbours (a complete graph of 301)") {
   constexpr Eigen::Index d = 37;
   const auto c = compress::makeCompressor({.name = "fp32"});
@@ -233,6 +314,9 @@ TEST_CASE("lead - prox_lead - nids with fp32: the one-pass round equals the gene
     const Vec x0 = randomVec(rng, d, 1.0);
     algo::PrimalDual fused(k.name, p, *fp32, 0, x0);
     algo::PrimalDual aside(k.name, p, general, 0, x0);
+    algo::PrimalDual pieces(k.name, p, *fp32, 0, x0);  // given its messages in parts
+    CHECK(pieces.readsPayloadParts());
+    CHECK_FALSE(aside.readsPayloadParts());
     // Neighbours 2 and 5 (incarnation 1 and 3), whose references start at random public states.
     const topology::MixingRow row{.self = 0.4, .neighbors = {{2, 0.35}, {5, 0.25}}};
     const std::vector<algo::EdgeKey> keys{{2, 1}, {5, 3}};
@@ -240,16 +324,19 @@ TEST_CASE("lead - prox_lead - nids with fp32: the one-pass round equals the gene
       const Vec pub = randomVec(rng, d, 1.0);
       fused.addEdge(key, {pub.data(), static_cast<std::size_t>(d)});
       aside.addEdge(key, {pub.data(), static_cast<std::size_t>(d)});
+      pieces.addEdge(key, {pub.data(), static_cast<std::size_t>(d)});
     }
     const Vec g0 = randomVec(rng, d, 0.5);
     fused.startStep(g0, 0.05);
     aside.startStep(g0, 0.05);
+    pieces.startStep(g0, 0.05);
     for (Round t = 0; t < 8; ++t) {
       CAPTURE(t);
       const Vec g = randomVec(rng, d, 0.5);
-      compress::Encoded outA, outB;
+      compress::Encoded outA, outB, outC;
       fused.prepare(t, g, 0.05, outA);
       aside.prepare(t, g, 0.05, outB);
+      pieces.prepare(t, g, 0.05, outC);
       REQUIRE(outA.bytes == outB.bytes);
       std::vector<compress::Encoded> theirs(2);
       for (auto& e : theirs) encodeVec(*fp32, randomVec(rng, d, 0.3), rng, e);
@@ -277,17 +364,24 @@ TEST_CASE("lead - prox_lead - nids with fp32: the one-pass round equals the gene
       }
       fused.apply(t, msgs, row);
       aside.apply(t, msgs, row);
+      // 2's message in parts that cut blocks anywhere, 5's in one buffer.
+      const auto p2 = cutInParts(theirs[0].bytes, 8 + 4 * 3001, 4 * 2048);
+      const std::vector<algo::Incoming> partMsgs{inParts(2, 1, p2), {5, 3, theirs[1].view()}};
+      pieces.apply(t, partMsgs, row);
       REQUIRE((fused.x().array() == aside.x().array()).all());
+      REQUIRE((pieces.x().array() == aside.x().array()).all());
       const double want = aside.disagreement();
       REQUIRE(want > 1e-3);
       CHECK(fused.disagreement() == doctest::Approx(want).epsilon(1e-12));
     }
     // x, d, h and every edge's h_j and e_ij: the same bytes.
-    Bytes a, b;
-    ByteWriter wa(a), wb(b);
+    Bytes a, b, c;
+    ByteWriter wa(a), wb(b), wc(c);
     fused.save(wa);
     aside.save(wb);
+    pieces.save(wc);
     CHECK(a == b);
+    CHECK(c == b);
     if (k.l1 > 0) CHECK((fused.x().array() == 0).count() > 0);  // the soft threshold did set coordinates to 0
   }
 }
