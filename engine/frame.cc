@@ -79,4 +79,15 @@ void checkPayload(const FrameHeader& h, std::span<const std::byte> payload) {
   if (crc32c(payload) != h.payload_crc) throw FrameError("bad_payload_crc", "payload checksum mismatch");
 }
 
+void checkPayloadParts(const FrameHeader& h, std::span<const std::span<const std::byte>> parts) {
+  std::size_t bytes = 0;
+  for (const auto& p : parts) bytes += p.size();
+  if (bytes != h.payload_bytes)
+    throw FrameError("length_mismatch", std::to_string(bytes) + " payload bytes, header says " +
+                                            std::to_string(h.payload_bytes));
+  std::uint32_t crc = 0;
+  for (const auto& p : parts) crc = crc32cUpdate(crc, p);
+  if (crc != h.payload_crc) throw FrameError("bad_payload_crc", "payload checksum mismatch");
+}
+
 }  // namespace gossip::engine

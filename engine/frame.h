@@ -85,6 +85,8 @@ void encodeFrameHeader(const FrameHeader& h, Bytes& out);
 FrameHeader decodeFrameHeader(std::span<const std::byte> bytes);
 // Checks that payload has exactly h.payload_bytes bytes and matches h.payload_crc; throws FrameError.
 void checkPayload(const FrameHeader& h, std::span<const std::byte> payload);
+// The same for a payload held in parts (engine/transport.h, PayloadParts): their concatenation is checked.
+void checkPayloadParts(const FrameHeader& h, std::span<const std::span<const std::byte>> parts);
 
 // Unchecked reads of single header fields, for code that must route or count a frame before (or without)
 // decoding it: the transport picks a channel by kind, the runtime counts bytes by sender. Nothing here

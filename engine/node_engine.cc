@@ -159,11 +159,21 @@ void NodeEngine::drain(Round current) {
     try {
       h = decodeFrameHeader(f.header);
       from_ = h.sender;  // the header checksum holds: count rejections against the id it names
-      if (!f.payload) throw FrameError("length_mismatch", "no payload part");
-      checkPayload(h, *f.payload);
+      if (f.parts) {
+        checkPayloadParts(h, f.parts->parts);
+      } else {
+        if (!f.payload) throw FrameError("length_mismatch", "no payload part");
+        checkPayload(h, *f.payload);
+      }
     } catch (const FrameError& e) {
       reject(e.reason);
       continue;
+    }
+    if (f.parts && h.kind != FrameKind::Model) {  // only model frames are read in parts
+      auto whole = std::make_shared<Bytes>();
+      gatherParts(*f.parts, *whole);
+      f.payload = std::move(whole);
+      f.parts.reset();
     }
     const Member* m = member(h.sender);
     if (!m || h.sender == self_) {
@@ -184,7 +194,7 @@ void NodeEngine::drain(Round current) {
     }
     if (linked_) {
       if (acceptLinkedModel(h, current))
-        inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), h.degree});
+        inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts), h.degree});
       continue;
     }
     if (h.epoch != static_cast<std::uint32_t>(vg_->epoch)) {
@@ -199,7 +209,7 @@ void NodeEngine::drain(Round current) {
       reject("bad_round");
       continue;
     }
-    inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload)});
+    inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts)});
   }
   from_.reset();
 }
@@ -266,10 +276,21 @@ void NodeEngine::endRound(Round t) {
   // Row neighbours and ready_ are both sorted by id: one merge walk.
   std::vector<algo::Incoming>& msgs = msgs_;
   msgs.clear();
+  const bool inParts = node_->algorithm().readsPayloadParts();
+  std::size_t gathered = 0;
   auto in = ready_.begin();
   for (const auto& [j, w] : row_.neighbors) {
     while (in != ready_.end() && in->sender < j) ++in;
-    if (in != ready_.end() && in->sender == j) msgs.push_back({j, in->incarnation, *in->payload});
+    if (in == ready_.end() || in->sender != j) continue;
+    if (!in->parts) {
+      msgs.push_back({j, in->incarnation, *in->payload});
+    } else if (inParts) {
+      msgs.push_back({j, in->incarnation, {}, in->parts->parts});
+    } else {  // a method that reads one buffer: the parts are copied into one of gathered_, reused every round
+      if (gathered_.size() <= gathered) gathered_.emplace_back();
+      gatherParts(*in->parts, gathered_[gathered]);
+      msgs.push_back({j, in->incarnation, gathered_[gathered++]});
+    }
   }
   if (stateless_) stats_.messages_missing += (linked_ ? sendTo_.size() : row_.neighbors.size()) - msgs.size();
   const ComputeTimer timer(stats_.compute_ns);

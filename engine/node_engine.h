@@ -278,6 +278,7 @@ class NodeEngine {
     PeerId sender;
     Incarnation incarnation;
     SharedBytes payload;
+    SharedParts parts;  // instead of payload: a large frame left in the transport's parts (engine/transport.h)
     std::uint16_t degree = 0;  // linked mode: the sender's announced degree
   };
   // Model frames waiting for their round, unsorted: appended by drain(), sorted by (round, sender) once
@@ -285,6 +286,9 @@ class NodeEngine {
   std::vector<Inbound> inbox_;
   std::vector<Inbound> ready_;  // this round's frames, sorted by sender (buffer reused across rounds)
   std::vector<algo::Incoming> msgs_;
+  // endRound: messages that arrived in parts, copied into one buffer each for a method that does not read
+  // parts (Algorithm::readsPayloadParts); kept between rounds so a steady state allocates nothing.
+  std::vector<Bytes> gathered_;
   EngineStats stats_;
 
   bool linked_ = false;

@@ -42,7 +42,7 @@ class PeerLinks::EngineQueue final : public engine::Transport {
     return true;
   }
  private:
-  static std::uint64_t payloadSize(const engine::RawFrame& f) { return f.payload ? f.payload->size() : 0; }
+  static std::uint64_t payloadSize(const engine::RawFrame& f) { return engine::payloadSize(f); }
   PeerLinks& links_;
   const std::uint64_t maxModelBytes_;
   std::deque<engine::RawFrame> q_;
@@ -142,7 +142,7 @@ bool PeerLinks::isMember(PeerId p) const {
 // The sender a header names once its checksum holds, and only for members (the engine or the membership
 // still judge the frame itself).
 void PeerLinks::countReceived(const engine::RawFrame& f, std::uint64_t now) {
-  const std::uint64_t bytes = f.header.size() + (f.payload ? f.payload->size() : 0);
+  const std::uint64_t bytes = f.header.size() + engine::payloadSize(f);
   try {
     const PeerId from = engine::decodeFrameHeader(f.header).sender;
     if (isMember(from)) {

@@ -1,6 +1,7 @@
 #pragma once
 // BufferPool: the buffers received payloads are copied into, recycled. The engine's RawFrame holds a Bytes
-// (a std::vector), so every received payload is copied once out of libzmq's parts. A fresh multi-megabyte
+// (a std::vector), so a received payload is copied once out of libzmq's parts, unless it is a model frame
+// of kMinPooled or more, which the engine takes in its parts (inbox.h; engine/transport.h, PayloadParts). A fresh multi-megabyte
 // vector costs a page fault per 4 KiB (measured: ~20% of loopback throughput for 64 MB frames), so large
 // buffers come back here when the engine drops its last reference, and the next frame of similar size is
 // copied into one without faulting.

@@ -8,6 +8,19 @@
 
 namespace gossip::peer::detail {
 
+namespace {
+// A model frame's payload in libzmq's own messages, which free their memory when the engine drops its last
+// reference (on whichever thread: a zmq_msg_t is not tied to a socket).
+struct ReceivedParts final : engine::PayloadParts {
+  ReceivedParts(std::vector<zmq::message_t> m, std::size_t total) : messages(std::move(m)) {
+    bytes = total;
+    parts.reserve(messages.size());
+    for (const auto& msg : messages) parts.emplace_back(msg.data<std::byte>(), msg.size());
+  }
+  std::vector<zmq::message_t> messages;
+};
+}  // namespace
+
 void Inboxes::deliver(std::vector<zmq::message_t>& part) {
   const auto kind = engine::peekKindByte({part[1].data<std::byte>(), part[1].size()});
   if (kind == static_cast<std::uint8_t>(engine::FrameKind::Membership)) return toMembership(part);
@@ -27,6 +40,7 @@ void Inboxes::deliver(std::vector<zmq::message_t>& part) {
   Incoming in;
   in.frame.header = Bytes(h, h + part[1].size());
   in.bytes = size;
+  in.model = kind == static_cast<std::uint8_t>(engine::FrameKind::Model);
   if (size >= BufferPool::kMinPooled)
     std::move(part.begin() + 2, part.end(), std::back_inserter(in.parts));
   else
@@ -75,7 +89,12 @@ bool Inboxes::pop(engine::RawFrame& out) {
     frameBytes_ -= in.bytes;
   }
   // Unlocked: the I/O thread goes on filling the inbox meanwhile.
-  if (!in.parts.empty()) in.frame.payload = pool_->copy(in.parts.data(), in.parts.size(), in.bytes);
+  if (!in.parts.empty()) {
+    if (in.model)
+      in.frame.parts = std::make_shared<const ReceivedParts>(std::move(in.parts), in.bytes);
+    else
+      in.frame.payload = pool_->copy(in.parts.data(), in.parts.size(), in.bytes);
+  }
   out = std::move(in.frame);
   return true;
 }

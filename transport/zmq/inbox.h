@@ -12,9 +12,11 @@
 // frames (acks, edge agreement) have room for as many again as the frame inbox's limit, so a flood of model
 // frames cannot starve them. Replica methods resend what was dropped; stateless ones mix it as missing.
 //
-// Copies: a payload of BufferPool::kMinPooled (1 MiB) or more stays in libzmq's parts and is copied by
-// pop(), on the consumer's thread: copying a 200 MB model frame on the I/O thread held it for a second on a
-// loaded machine, and every probe, ack and refutation in or out of the node waited behind it (issue 27).
+// Copies: a payload of BufferPool::kMinPooled (1 MiB) or more stays in libzmq's parts: copying a 200 MB model
+// frame on the I/O thread held it for a second on a loaded machine, and every probe, ack and refutation in or
+// out of the node waited behind it (issue 27). A model frame's parts are then handed to the engine as they
+// are (engine::PayloadParts: no copy at all, and no receive buffer of the model's size besides libzmq's, issue
+// 29); any other frame's are copied by pop(), on the consumer's thread, since its reader wants one buffer.
 //
 // Threading: deliver() on the I/O thread (the only producer); pop() and waitFrames() on the node thread,
 // popMembership() and waitMembership() on the membership thread; wakeAll() on the I/O thread when it fails.
@@ -69,6 +71,7 @@ class Inboxes {
     engine::RawFrame frame;
     std::vector<zmq::message_t> parts;  // payload parts not copied yet
     std::size_t bytes = 0;              // payload bytes
+    bool model = false;                 // a model frame: its parts go to the engine uncopied
   };
 
   void toMembership(const std::vector<zmq::message_t>& parts);

@@ -2,8 +2,9 @@
 // How one frame travels as a ZeroMQ multipart message: [header, payload part...], to which the receiving
 // ROUTER adds the connection's routing id in front. Part of the wire format (every daemon must agree).
 //
-// A payload over kPayloadPartBytes travels as several parts of exactly that size, the last one shorter, and
-// the receiver copies them into one buffer. Why: with CurveZMQ libzmq encrypts and decrypts each part whole
+// A payload over kPayloadPartBytes travels as several parts of exactly that size, the last one shorter. The
+// receiver hands a model frame's parts to the engine as they are (engine::PayloadParts; the fp32 mixes read
+// them in place) and copies any other frame's into one buffer (inbox.h). Why: with CurveZMQ libzmq encrypts and decrypts each part whole
 // on its I/O thread, which also serves every other connection. A 64 MB part held that thread for long
 // enough that the failure detector's probes and acks, waiting behind it, timed out and the two daemons
 // declared each other dead (issue 8); 1 MiB parts let the control connection's traffic through between them.

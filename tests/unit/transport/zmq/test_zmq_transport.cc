@@ -39,6 +39,14 @@ Bytes header(PeerId sender, FrameKind kind, std::uint64_t seq, std::size_t paylo
   return out;
 }
 
+// A received frame's payload bytes, whether in one buffer or (a large model frame) in parts.
+Bytes bytesOf(const RawFrame& f) {
+  if (!f.parts) return f.payload ? *f.payload : Bytes{};
+  Bytes all;
+  engine::gatherParts(*f.parts, all);
+  return all;
+}
+
 SharedBytes payload(std::size_t n, std::uint64_t seed) {
   auto b = std::make_shared<Bytes>(n);
   std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
@@ -104,7 +112,7 @@ TEST_CASE("peer zmq: two transports exchange frames intact and in order per link
   for (const RawFrame& f : got) {
     const auto h = engine::decodeFrameHeader(f.header);  // header bytes intact (checksummed)
     REQUIRE(sent.count(h.seq) == 1);
-    CHECK(*f.payload == *sent[h.seq]);
+    CHECK(bytesOf(f) == *sent[h.seq]);
     auto& last = h.kind == FrameKind::Model ? lastModel : lastControl;
     auto& first = h.kind == FrameKind::Model ? firstModel : firstControl;
     if (!first) CHECK(h.seq > last);
@@ -159,8 +167,8 @@ TEST_CASE("peer zmq: a 64 MB payload arrives intact") {
   auto p = payload(std::size_t{64} << 20, 42);
   a.send(2, header(1, FrameKind::Model, 0, p->size()), p);
   auto got = receiveN(b, 1, "the 64 MB frame");
-  REQUIRE(got[0].payload->size() == p->size());
-  CHECK(*got[0].payload == *p);
+  REQUIRE(engine::payloadSize(got[0]) == p->size());
+  CHECK(bytesOf(got[0]) == *p);
   CHECK(b.stats().bytes_received == p->size() + engine::kFrameHeaderBytes);
 }
 
@@ -179,7 +187,7 @@ TEST_CASE("peer zmq: payloads around the part size arrive intact - in order - co
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     CAPTURE(sizes[k]);
     CHECK(seqOf(got[k]) == k);
-    CHECK(*got[k].payload == *payload(sizes[k], k + 7));
+    CHECK(bytesOf(got[k]) == *payload(sizes[k], k + 7));
   }
   CHECK(b.stats().frames_received == sizes.size());
   CHECK(b.stats().bytes_received == total);
@@ -303,16 +311,42 @@ TEST_CASE("peer zmq: frames to an unknown peer are dropped and counted - frames 
   CHECK(a == nullptr);
 }
 
-TEST_CASE("peer zmq: large receive buffers are recycled and payloads outlive the transport") {
+TEST_CASE("peer zmq: a large model frame is handed over in its parts - uncopied - and outlives the transport") {
+  ZmqTransport a(1, kAny);
+  auto b = std::make_unique<ZmqTransport>(2, kAny);
+  a.addPeer(2, b->endpoint());
+  const std::size_t n = (std::size_t{5} << 20) / 2 + 12;  // 2.5 MiB and a bit: three parts, the last short
+  a.send(2, header(1, FrameKind::Model, 0, n), payload(n, 7));
+  auto got = receiveN(*b, 1, "the 2.5 MiB model frame");
+  REQUIRE(got[0].parts);
+  CHECK_FALSE(got[0].payload);
+  CHECK(engine::payloadSize(got[0]) == n);
+  REQUIRE(got[0].parts->parts.size() == 3);
+  CHECK(got[0].parts->parts[0].size() == peer::kPayloadPartBytes);
+  b.reset();  // the parts keep libzmq's messages alive without the transport
+  Bytes whole;
+  engine::gatherParts(*got[0].parts, whole);
+  CHECK(whole == *payload(n, 7));
+  // A small model frame is one buffer, as before.
+  ZmqTransport c(3, kAny);
+  a.addPeer(3, c.endpoint());
+  a.send(3, header(1, FrameKind::Model, 0, 100), payload(100, 8));
+  got = receiveN(c, 1, "the small model frame");
+  CHECK_FALSE(got[0].parts);
+  CHECK(*got[0].payload == *payload(100, 8));
+}
+
+TEST_CASE("peer zmq: large receive buffers of other frames are recycled and payloads outlive the transport") {
   ZmqTransport a(1, kAny);
   auto b = std::make_unique<ZmqTransport>(2, kAny);
   a.addPeer(2, b->endpoint());
   const std::size_t n = std::size_t{2} << 20;
-  a.send(2, header(1, FrameKind::Model, 0, n), payload(n, 0));
+  // An edge set-up frame (its reader wants one buffer; model frames are handed over in parts).
+  a.send(2, header(1, FrameKind::EdgeOpen, 0, n), payload(n, 0));
   auto first = receiveN(*b, 1, "the first 2 MB frame");
   const std::byte* buffer = first[0].payload->data();
   first.clear();  // the engine is done with it: the buffer goes back to the pool
-  a.send(2, header(1, FrameKind::Model, 1, n), payload(n, 1));
+  a.send(2, header(1, FrameKind::EdgeOpen, 1, n), payload(n, 1));
   auto second = receiveN(*b, 1, "the second 2 MB frame");
   CHECK(second[0].payload->data() == buffer);
   b.reset();  // the payload keeps its buffer (and the pool) alive
