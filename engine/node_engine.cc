@@ -287,6 +287,7 @@ void NodeEngine::endRound(Round t) {
     } else if (inParts) {
       msgs.push_back({j, in->incarnation, {}, in->parts->parts});
     } else {  // a method that reads one buffer: the parts are copied into one of gathered_, reused every round
+      // (growing gathered_ moves its vectors, whose heap buffers, which earlier msgs point into, stay put)
       if (gathered_.size() <= gathered) gathered_.emplace_back();
       gatherParts(*in->parts, gathered_[gathered]);
       msgs.push_back({j, in->incarnation, gathered_[gathered++]});
