@@ -15,6 +15,8 @@
 # And codistill with a reference set (fp16 predictions on 64 shared rows every 3 rounds). And CHOCO and
 # DeepSqueeze with lgc on Fashion-MNIST: daemon 0 learns the basis in rounds 0-7 and floods
 # it; from round 12 (8 + the diameter) every message is coded with it (10 blocks of 784 and the tail).
+# And D-PSGD and LEAD with fp32 on a model of 600,001 parameters, whose 2.4 MB frames travel in 1 MiB parts
+# that the daemons mix where they arrived (engine/transport.h, PayloadParts); the simulator's are one buffer.
 GOSSIPD=$1
 source "$(dirname "$0")/daemon_lib.sh"
 N=8
@@ -28,12 +30,16 @@ idx=(--set data.format=idx --set data.train=$FMNIST/train-images-idx3-ubyte.gz -
 for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "choco topk idx 0 false" \
             "choco topk synthetic 20 false" "prox_lead lead idx 0 true" "lsgd topk synthetic 0 false" \
             "choco cltk synthetic 0 false" "deepsqueeze cltk synthetic 0 false" "codistill topk idx 0 false" \
-            "codistill fp16 idx 0 false" "choco lgc idx 0 false" "deepsqueeze lgc idx 0 false"; do
+            "codistill fp16 idx 0 false" "choco lgc idx 0 false" "deepsqueeze lgc idx 0 false" \
+            "dpsgd fp32 large 0 false" "lead fp32 large 0 false"; do
   read -r algo comp data consensus auto <<<"$case"
   extra=(--set algorithm.final_consensus_rounds=$consensus --set algorithm.lr_auto=$auto)
   [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
                                --set monitor.eval_test_max=500 --set sim.eval_every=20)
   [ "$data" = idx ] && extra+=("${idx[@]}")
+  # A model frame of several parts; a generous round timeout, so that no message of a stateless method is late
+  [ "$data" = large ] && extra+=(--set data.synthetic_dim=600000 --set data.synthetic_samples=4
+                                 --set algorithm.rounds=12 --set algorithm.round_timeout_ms=60000)
   # lsgd with the global leader too: an election every 5 rounds (the ring's diameter is 4), its model relayed
   [ "$algo" = lsgd ] && extra+=(--set algorithm.leader_global_pull=0.5 --set algorithm.leader_global_period=5)
   # codistill's term is taken on minibatches (seeded per node: the daemons draw the simulator's batches)
