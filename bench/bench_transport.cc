@@ -32,7 +32,6 @@ struct Options {
   std::size_t mb = 64;
   int messages = 10;  // per trial
   int trials = 3;
-  std::size_t recycle = gossip::peer::ZmqOptions{}.recycled_buffers;
   std::size_t kb = 0;     // payload in KiB; overrides mb when set
   bool exchange = false;  // measure a round's pattern instead: both ends send one payload, then receive one
 };
@@ -49,11 +48,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--mb") o.mb = std::stoull(next());
     else if (a == "--messages") o.messages = std::max(1, std::stoi(next()));
     else if (a == "--trials") o.trials = std::max(1, std::stoi(next()));
-    else if (a == "--recycle") o.recycle = std::stoull(next());
     else if (a == "--kb") o.kb = std::stoull(next());
     else if (a == "--exchange") o.exchange = true;
     else throw gossip::ConfigError("unknown argument " + a +
-                                   " (use --out FILE, --mb N, --kb N, --messages N, --trials N, --recycle N, --exchange)");
+                                   " (use --out FILE, --mb N, --kb N, --messages N, --trials N, --exchange)");
   }
   return o;
 }
@@ -78,10 +76,8 @@ void receiveOne(gossip::peer::ZmqTransport& t, ge::RawFrame& f) {
 }
 
 // Seconds to move `messages` copies of payload from one ZmqTransport to another.
-double timeTransport(const ge::SharedBytes& payload, int messages, std::size_t recycle) {
-  gossip::peer::ZmqOptions o;
-  o.recycled_buffers = recycle;
-  gossip::peer::ZmqTransport a(1, "tcp://127.0.0.1:0", o), b(2, "tcp://127.0.0.1:0", o);
+double timeTransport(const ge::SharedBytes& payload, int messages) {
+  gossip::peer::ZmqTransport a(1, "tcp://127.0.0.1:0"), b(2, "tcp://127.0.0.1:0");
   a.addPeer(2, b.endpoint());
   ge::RawFrame f;
   a.send(2, modelHeader(0, 1), std::make_shared<const gossip::Bytes>(1));  // connect before timing
@@ -179,7 +175,7 @@ int main(int argc, char** argv) {
     json trials = json::array();
     for (int t = 0; t < opt.trials; ++t) {  // interleaved, so both see the same machine state
       const double raw = timeRaw(payload, opt.messages);
-      const double tr = timeTransport(payload, opt.messages, opt.recycle);
+      const double tr = timeTransport(payload, opt.messages);
       bestRaw = std::min(bestRaw, raw);
       bestTransport = std::min(bestTransport, tr);
       trials.push_back({{"raw_pushpull_GBps", bytes / raw / 1e9}, {"zmq_transport_GBps", bytes / tr / 1e9}});
@@ -187,7 +183,6 @@ int main(int argc, char** argv) {
     json out;
     out["payload_bytes"] = payload->size();
     out["messages_per_trial"] = opt.messages;
-  out["recycled_buffers"] = opt.recycle;
     out["trials"] = trials;
     out["throughput_unit"] = "payload bytes per second, best trial, 1e9 B = 1 GB";
     out["raw_pushpull_GBps"] = bytes / bestRaw / 1e9;

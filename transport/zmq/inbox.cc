@@ -1,6 +1,7 @@
 // The two inboxes (inbox.h): delivery on the I/O thread, taking and waiting on the consumers' threads.
 #include "transport/zmq/inbox.h"
 
+#include <cstring>
 #include <iterator>
 #include <utility>
 
@@ -19,6 +20,17 @@ struct ReceivedParts final : engine::PayloadParts {
   }
   std::vector<zmq::message_t> messages;
 };
+
+// The `count` parts' n bytes in one buffer of their own.
+engine::SharedBytes copyParts(const zmq::message_t* parts, std::size_t count, std::size_t n) {
+  auto b = std::make_shared<Bytes>(n);
+  std::size_t off = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (parts[k].size() != 0) std::memcpy(b->data() + off, parts[k].data(), parts[k].size());
+    off += parts[k].size();
+  }
+  return b;
+}
 }  // namespace
 
 void Inboxes::deliver(std::vector<zmq::message_t>& part) {
@@ -41,10 +53,10 @@ void Inboxes::deliver(std::vector<zmq::message_t>& part) {
   in.frame.header = Bytes(h, h + part[1].size());
   in.bytes = size;
   in.model = kind == static_cast<std::uint8_t>(engine::FrameKind::Model);
-  if (size >= BufferPool::kMinPooled)
+  if (size >= kLargePayloadBytes)
     std::move(part.begin() + 2, part.end(), std::back_inserter(in.parts));
   else
-    in.frame.payload = pool_->copy(part.data() + 2, part.size() - 2, size);
+    in.frame.payload = copyParts(part.data() + 2, part.size() - 2, size);
   framesReceived_.fetch_add(1, std::memory_order_relaxed);
   bytesReceived_.fetch_add(part[1].size() + size, std::memory_order_relaxed);
   {
@@ -93,7 +105,7 @@ bool Inboxes::pop(engine::RawFrame& out) {
     if (in.model)
       in.frame.parts = std::make_shared<const ReceivedParts>(std::move(in.parts), in.bytes);
     else
-      in.frame.payload = pool_->copy(in.parts.data(), in.parts.size(), in.bytes);
+      in.frame.payload = copyParts(in.parts.data(), in.parts.size(), in.bytes);
   }
   out = std::move(in.frame);
   return true;

@@ -12,11 +12,15 @@
 // frames (acks, edge agreement) have room for as many again as the frame inbox's limit, so a flood of model
 // frames cannot starve them. Replica methods resend what was dropped; stateless ones mix it as missing.
 //
-// Copies: a payload of BufferPool::kMinPooled (1 MiB) or more stays in libzmq's parts: copying a 200 MB model
+// Copies: a payload of kLargePayloadBytes (1 MiB) or more stays in libzmq's parts: copying a 200 MB model
 // frame on the I/O thread held it for a second on a loaded machine, and every probe, ack and refutation in or
 // out of the node waited behind it (issue 27). A model frame's parts are then handed to the engine as they
 // are (engine::PayloadParts: no copy at all, and no receive buffer of the model's size besides libzmq's, issue
-// 29); any other frame's are copied by pop(), on the consumer's thread, since its reader wants one buffer.
+// 29); any other frame's are copied by pop(), on the consumer's thread, into a buffer of its own, since its
+// reader wants one buffer. Those are rare (an edge set-up's public state, once per edge life), so their
+// buffers are not recycled: the pool of received buffers kept before paid off while every model frame was
+// copied, and would now hold an idle 400 MB edge set-up buffer per neighbour of a 100M-parameter LEAD node
+// for the whole run, since no model frame takes it back.
 //
 // Threading: deliver() on the I/O thread (the only producer); pop() and waitFrames() on the node thread,
 // popMembership() and waitMembership() on the membership thread; wakeAll() on the I/O thread when it fails.
@@ -34,15 +38,14 @@
 #include <zmq.hpp>
 
 #include "engine/transport.h"
-#include "transport/zmq/buffer_pool.h"
 #include "transport/zmq/zmq_transport.h"
 
 namespace gossip::peer::detail {
 
 class Inboxes {
  public:
-  explicit Inboxes(const ZmqOptions& opt)
-      : opt_(opt), pool_(std::make_shared<BufferPool>(opt.recycled_buffers)) {}
+  static constexpr std::size_t kLargePayloadBytes = std::size_t{1} << 20;  // left in libzmq's parts from here up
+  explicit Inboxes(const ZmqOptions& opt) : opt_(opt) {}
 
   // I/O thread: a received message's parts [routing id, header, payload parts...], well formed (multipart.h)
   // and from the sender its header names. Large payload parts are moved out of `parts`.
@@ -78,7 +81,6 @@ class Inboxes {
   bool full() const { return frames_.size() >= opt_.inbox_max_frames || frameBytes_ >= opt_.inbox_max_bytes; }
 
   const ZmqOptions& opt_;
-  std::shared_ptr<BufferPool> pool_;  // shared with the payloads handed out, which may outlive the transport
 
   std::mutex framesMutex_;
   std::condition_variable framesCv_;

@@ -5,7 +5,6 @@
 //   multipart.h    a frame as a multipart message: the header, then the payload in 1 MiB parts (zero copy)
 //   links.h        outgoing: per peer a control and a model DEALER, bounded queues, disconnect hints
 //   inbox.h        incoming: the frame inbox and the membership inbox, their bounds, copies off the I/O thread
-//   buffer_pool.h  the buffers received payloads are copied into, recycled
 //   shaper.h       the bandwidth cap of a model channel (ZmqOptions::link_bytes_per_second)
 //   sockets.h      every socket option, and why
 //   curve_auth.h   CurveZMQ: the ZAP handler, server and client keys (curve_keys.h), sender check, self-test
@@ -59,9 +58,6 @@ struct ZmqOptions {
   std::size_t membership_inbox_max_frames = 4096;                 // membership frames waiting, before dropping
   std::size_t inbox_max_frames = 4096;                            // drop incoming frames beyond this...
   std::uint64_t inbox_max_bytes = std::uint64_t{1} << 30;         // ...or this many queued payload bytes
-  // Large receive buffers (>= 1 MiB) kept for reuse once the engine releases them: about one per neighbour
-  // avoids page-faulting a fresh buffer for every model frame; each idle one holds its capacity.
-  std::size_t recycled_buffers = 8;
   // CurveZMQ (docs/security.md): when set, the listening socket is a CURVE server with the cluster key,
   // accepts only connections whose node key is listed (a ZAP handler on the I/O thread answers libzmq's
   // requests; ZAP_ENFORCE_DOMAIN makes libzmq refuse everyone if no handler answered), and drops every
