@@ -73,9 +73,8 @@ double primalDualApplyFp32(const PrimalDualFp32& s, std::span<const PrimalDualEd
   float mix[kBlock];
   float yhat[kBlock];
   double sum = 0;
-  // Blocks stay at multiples of kBlock; one that straddles the end of a message's part is cut there.
   for (std::size_t first = 0; first < s.dim;) {
-    const std::size_t n = walk.next(first, std::min(s.dim, (first / kBlock + 1) * kBlock) - first);
+    const std::size_t n = walk.next(first, s.dim, kBlock);
     sum += applyBlock(s, edges, walk.at(), first, n, mix, yhat);
     first += n;
   }

@@ -153,15 +153,6 @@ std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim) {
   return {detail::beginPayload(out, CodecId::Fp32, 0, n, kCodecHeaderBytes + 4ull * n), 4ull * n};
 }
 
-std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::size_t dim) {
-  ByteReader r(payload, "fp32 payload");
-  const auto h = detail::readHeader(r, CodecId::Fp32, dim);
-  if (h.param != 0) throw DecodeError("fp32 payload: unexpected header param " + std::to_string(h.param));
-  auto body = r.take(4ull * h.dim);
-  r.expectEnd();
-  return body;
-}
-
 void fp32BodyRuns(std::span<const std::span<const std::byte>> parts, std::size_t dim,
                   std::vector<std::span<const std::byte>>& runs) {
   if (parts.empty() || parts[0].size() < kCodecHeaderBytes)
@@ -259,8 +250,6 @@ GOSSIP_VECTOR_CLONES bool allFinite(const std::byte* src, std::size_t n) {
 }
 }  // namespace
 
-bool fp32Finite(std::span<const std::byte> body) { return allFinite(body.data(), body.size() / 4); }
-
 bool fp32Finite(Fp32Runs body) {
   for (const auto& run : body)
     if (!allFinite(run.data(), run.size() / 4)) return false;
@@ -281,10 +270,6 @@ void checkBodies(const char* who, std::span<const Fp32Runs> bodies, std::size_t 
     if (bytes != 4 * dim) throw Error(std::string(who) + ": a body of " + std::to_string(bytes) + " bytes");
   }
 }
-
-// The end of the block `first` lies in: blocks stay at multiples of kBlock, so a body that arrived in parts
-// splits only the blocks that straddle a part's end.
-std::size_t blockEnd(std::size_t first, std::size_t dim) { return std::min(dim, (first / kBlock + 1) * kBlock); }
 }  // namespace
 
 double fp32MixInPlace(float self, std::span<float> x, std::span<const Fp32Runs> bodies,
@@ -297,7 +282,7 @@ double fp32MixInPlace(float self, std::span<float> x, std::span<const Fp32Runs> 
   float mixed[kBlock];
   double sum = 0;
   for (std::size_t first = 0; first < x.size();) {
-    const std::size_t n = walk.next(first, blockEnd(first, x.size()) - first);
+    const std::size_t n = walk.next(first, x.size(), kBlock);
     sum += mixBlockInPlace(self, x.data() + first, walk.at(), weights, n, mixed,
                            g.empty() ? nullptr : g.data() + first, step);
     first += n;
@@ -318,7 +303,7 @@ Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const Fp
   walk.reset(bodies);
   Fp32MixResult r;
   for (std::size_t first = 0; first < own.size();) {
-    const std::size_t n = walk.next(first, blockEnd(first, own.size()) - first);
+    const std::size_t n = walk.next(first, own.size(), kBlock);
     r.squared_change += mixBlock(self, own.data() + first, walk.at(), weights, n, out.data() + first, finite.data());
     first += n;
   }

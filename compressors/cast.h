@@ -22,12 +22,11 @@ std::unique_ptr<Compressor> makeFp32(const CompressorSpec& spec);
 // pass over the model (D-PSGD with float32 state, algorithms/mixing.h) instead of a scaled copy, then a
 // validation pass and an add pass per neighbour, then a pass for the disagreement.
 //
-// fp32Body: the value bytes of an fp32 payload for a vector of `dim`, its header and length checked as
-// decodeAdd checks them (DecodeError otherwise); the values' finiteness is checked by fp32Mix.
-std::span<const std::byte> fp32Body(std::span<const std::byte> payload, std::size_t dim);
-// The same for a payload given in parts (algorithm.h, Incoming::parts): the header must lie in the first
-// part, and no part boundary may split a value (DecodeError otherwise; the transport's 1 MiB parts and the
-// 8-byte header never do). Appends the body's runs to `runs`, the first part's without its header.
+// fp32BodyRuns: the value bytes of an fp32 payload for a vector of `dim`, given in parts (algorithm.h,
+// messageParts: one for a payload in one buffer), its header and length checked as decodeAdd checks them
+// (DecodeError otherwise); the header must lie in the first part, and no part boundary may split a value
+// (the transport's 1 MiB parts and the 8-byte header never do). Appends the body's runs to `runs`, the first
+// part's without its header. The values' finiteness is checked by fp32Mix or fp32Finite.
 void fp32BodyRuns(std::span<const std::span<const std::byte>> parts, std::size_t dim,
                   std::vector<std::span<const std::byte>>& runs);
 // out = self·own + Σ_k weights[k]·bodies[k], with the operations (float products and sums, in this order)
@@ -50,7 +49,6 @@ std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim);
 
 // Whether every value of an fp32 body is finite: one integer pass over the bits (inf and NaN have all
 // eight exponent bits set). What fp32MixInPlace needs checked before it writes x.
-bool fp32Finite(std::span<const std::byte> body);
 bool fp32Finite(Fp32Runs body);
 // The mix in place: x = self·x + Σ_k weights[k]·bodies[k], then x -= step·g when g is not empty, with the
 // float operations of fp32Mix followed by `out -= step * g`, so bit for bit that result; returns Σ_i (mixed_i

@@ -31,10 +31,12 @@ class Fp32RunWalk {
     at_.assign(bodies.size(), nullptr);
   }
 
-  // The values [first, first + n) with n <= limit as large as every body allows, each body's lying in one of
-  // its runs; at()[k] then points at body k's value `first`. Calls go forward: `first` never decreases.
-  std::size_t next(std::size_t first, std::size_t limit) {
-    std::size_t n = limit;
+  // The values [first, first + n) of a pass over `dim` values in blocks of `block`: to the end of the block
+  // `first` lies in, or less where a body's run ends first (blocks stay at multiples of `block`, so a body
+  // in parts splits only the blocks that straddle a part's end). at()[k] then points at body k's value
+  // `first`. Calls go forward: `first` never decreases.
+  std::size_t next(std::size_t first, std::size_t dim, std::size_t block) {
+    std::size_t n = std::min(dim, (first / block + 1) * block) - first;
     for (std::size_t k = 0; k < cursors_.size(); ++k) {
       Cursor& c = cursors_[k];
       while (c.run != c.end && first >= c.runFirst + c.run->size() / 4) {

@@ -73,10 +73,7 @@ FrameHeader decodeFrameHeader(std::span<const std::byte> bytes) {
 }
 
 void checkPayload(const FrameHeader& h, std::span<const std::byte> payload) {
-  if (payload.size() != h.payload_bytes)
-    throw FrameError("length_mismatch", std::to_string(payload.size()) + " payload bytes, header says " +
-                                            std::to_string(h.payload_bytes));
-  if (crc32c(payload) != h.payload_crc) throw FrameError("bad_payload_crc", "payload checksum mismatch");
+  checkPayloadParts(h, std::span<const std::span<const std::byte>>(&payload, 1));
 }
 
 void checkPayloadParts(const FrameHeader& h, std::span<const std::span<const std::byte>> parts) {
