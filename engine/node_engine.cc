@@ -70,40 +70,6 @@ const Member* NodeEngine::member(PeerId id) const {
   return it != v.end() && it->id == id ? &*it : nullptr;
 }
 
-void NodeEngine::setView(std::shared_ptr<const ViewGraph> vg, Round round) {
-  vg_ = std::move(vg);
-  const auto& g = vg_->graph;
-  const auto idx = g.indexOf(self_);
-  GOSSIP_CHECK(idx >= 0, "node ", self_, " is not in its own view");
-  row_ = topology::mixingRow(g, self_, vg_->weights);
-  sendTo_.clear();
-  for (auto j : g.out[static_cast<std::size_t>(idx)]) sendTo_.push_back(g.nodes[j]);
-  if (stateless_) return;
-
-  std::map<PeerId, Incarnation> want;
-  for (const auto& [j, w] : row_.neighbors) want[j] = member(j)->incarnation;
-  auto& algo = node_->algorithm();
-  // Drop every edge the new view does not want with exactly this key: the peer left, restarted or is no
-  // longer a neighbour. The peer drops its end when it installs a view without us (or with our new
-  // incarnation), so e_ij leaves both ends and sum_i d_i stays 0.
-  for (const auto& key : algo.edges()) {
-    auto it = want.find(key.id);
-    if (it == want.end() || it->second != key.incarnation) algo.dropEdge(key);
-  }
-  const auto open = algo.edges();
-  const auto pub = algo.publicState();
-  for (const auto& [j, inc] : want) {
-    const bool isOpen = std::binary_search(open.begin(), open.end(), algo::EdgeKey{j, inc});
-    if (!isOpen) sendControl(j, FrameKind::EdgeOpen, round, realsPayload(pub));
-  }
-  wanted_ = std::move(want);
-}
-
-bool NodeEngine::edgesReady() const {
-  if (stateless_) return true;
-  return node_->algorithm().edgeCount() == wanted_.size();
-}
-
 void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes payload) {
   FrameHeader h;
   h.kind = kind;
@@ -112,41 +78,32 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   h.round = round;
   h.epoch = static_cast<std::uint32_t>(vg_ ? vg_->epoch : 0);
   sealPayload(h, payload);
-  sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)), nullptr);
+  sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)));
+}
+
+Bytes NodeEngine::sendFrame(PeerId to, FrameHeader h, SharedBytes payload, bool keepHeader) {
+  h.seq = ++linkSeq_[to];
+  Bytes header;
+  encodeFrameHeader(h, header);
+  const std::size_t bytes = header.size() + payload->size();
+  if (h.kind == FrameKind::Model)
+    stats_.model_bytes_sent += bytes;
+  else
+    stats_.control_bytes_sent += bytes;
+  Bytes kept;
+  if (keepHeader) kept = header;
+  transport_.send(to, std::move(header), std::move(payload));
+  return kept;
 }
 
 void NodeEngine::handleControl(const FrameHeader& h, const SharedBytes& shared) {
-  const Bytes& payload = *shared;
-  if (linked_ && (h.kind == FrameKind::EdgeOpen || h.kind == FrameKind::EdgeHello ||
-                  h.kind == FrameKind::EdgeClose || h.kind == FrameKind::Ack))
-    return linkedControl(h, shared);
   switch (h.kind) {
-    case FrameKind::EdgeOpen: {
-      if (stateless_) return reject("unexpected_kind");
-      auto it = wanted_.find(h.sender);
-      if (it == wanted_.end() || it->second != h.incarnation) return reject("unwanted_edge");
-      auto& algo = node_->algorithm();
-      const auto open = algo.edges();
-      if (std::binary_search(open.begin(), open.end(), algo::EdgeKey{h.sender, h.incarnation}))
-        return reject("duplicate_edge");
-      ByteReader r(payload, "edge-open payload");
-      const auto pub = serial::getArray<Real>(r);
-      r.expectEnd();
-      for (Real v : pub)
-        if (!std::isfinite(v)) return reject("non_finite");
-      try {
-        algo.addEdge({h.sender, h.incarnation}, pub);
-      } catch (const ProtocolError&) {
-        return reject("bad_public_state");
-      }
-      return;
-    }
     case FrameKind::StateRequest:
-      return receiveStateRequest(h, payload);
+      return receiveStateRequest(h, *shared);
     case FrameKind::State:
-      return receiveStateChunk(h, payload);
+      return receiveStateChunk(h, *shared);
     default:
-      return reject("unexpected_kind");
+      return protocolControl(h, shared);
   }
 }
 
@@ -192,30 +149,14 @@ void NodeEngine::drain(Round current) {
       }
       continue;
     }
-    if (linked_) {
-      if (acceptLinkedModel(h, current))
-        inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts), h.degree});
-      continue;
-    }
-    if (h.epoch != static_cast<std::uint32_t>(vg_->epoch)) {
-      reject("epoch_mismatch");
-      continue;
-    }
-    if (h.round < current) {
-      reject("late");
-      continue;
-    }
-    if (h.round > current + kMaxRoundsAhead) {
-      reject("bad_round");
-      continue;
-    }
-    inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts)});
+    if (acceptModel(h, current))
+      inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts), h.degree});
   }
   from_.reset();
 }
 
 void NodeEngine::beginRound(Round t) {
-  if (linked_) capturePublic(t);  // before the local work: CHOCO's prepare moves its public x_hat
+  beforeLocalWork(t);
   // The frame is encoded straight into a buffer no one else holds (engine/payload_pool.h). Last round's is
   // let go first: once libzmq's zero-copy send (and, linked, the peer's ack) is done with it, it is the very
   // buffer taken back, so a steady state keeps one outgoing model, not three (the encoder's vector, this
@@ -237,21 +178,11 @@ void NodeEngine::beginRound(Round t) {
   h.round = t;
   h.epoch = static_cast<std::uint32_t>(vg_->epoch);
   sealPayload(h, *payload_);  // checksum once for every link
-  if (linked_) return linkedBegin(t, h);
-  for (PeerId j : sendTo_) {
-    h.seq = ++linkSeq_[j];
-    Bytes header;
-    encodeFrameHeader(h, header);
-    stats_.model_bytes_sent += header.size() + payload_->size();
-    transport_.send(j, std::move(header), payload_);
-  }
+  sendRound(t, h);
 }
 
 void NodeEngine::endRound(Round t) {
   drain(t);
-  if (!linked_ && !stateless_ && !edgesReady())
-    throw ProtocolError("node " + std::to_string(self_) + ": round " + std::to_string(t) +
-                        " would mix over an edge that is not open at both ends");
   // Move this round's frames out (older ones cannot be left: drain() rejects them as late), sort by
   // sender, and reject all but the first copy of a sender's frame.
   ready_.clear();
@@ -272,7 +203,7 @@ void NodeEngine::endRound(Round t) {
                            [](const Inbound& a, const Inbound& b) { return a.sender == b.sender; }),
                ready_.end());
 
-  if (linked_) row_ = linkedRow(t);  // weights of this round from the degrees both ends announced
+  roundRow(t);
   // Row neighbours and ready_ are both sorted by id: one merge walk.
   std::vector<algo::Incoming>& msgs = msgs_;
   msgs.clear();
@@ -293,32 +224,22 @@ void NodeEngine::endRound(Round t) {
       msgs.push_back({j, in->incarnation, gathered_[gathered++]});
     }
   }
-  if (stateless_) stats_.messages_missing += (linked_ ? sendTo_.size() : row_.neighbors.size()) - msgs.size();
+  if (stateless_) stats_.messages_missing += expectedMessages() - msgs.size();
   const ComputeTimer timer(stats_.compute_ns);
   for (;;) {
     try {
       node_->endRound(t, msgs, row_);
       break;
     } catch (const algo::RejectedMessage& e) {
-      // apply left the node untouched. Stateless: mix without that message (own-value substitute). The
-      // simulator's replica methods never see a bad payload unless there is a bug: let it surface there.
-      if (!stateless_ && !linked_) throw;
+      // apply left the node untouched; the protocol says whether the round goes on without the message.
+      std::erase_if(msgs, [&](const algo::Incoming& m) { return m.from == e.from; });
+      if (!mixWithout(e.from, t)) throw;
       reject("bad_payload");
       if (stateless_) ++stats_.messages_missing;
-      std::erase_if(msgs, [&](const algo::Incoming& m) { return m.from == e.from; });
-      if (linked_) {  // the substitute's weight goes to the self weight (the row lists present frames)
-        std::erase_if(ready_, [&](const Inbound& m) { return m.sender == e.from; });
-        // A replica method cannot mix a round without the neighbour's message, and the payload passed its
-        // checksum, so waiting gives nothing: the sender is broken or an impostor. The edge ends here (a
-        // daemon must not die of one frame, found by fuzz/target_engine.cc); the view proposes it again
-        // at its next change.
-        if (!stateless_) breakLink(e.from, t);
-        row_ = linkedRow(t);
-      }
     }
   }
   ready_.clear();  // release the payloads: senders reuse their buffers next round
-  if (linked_) linkedEnd(t);
+  afterMix(t);
 }
 
 Bytes NodeEngine::save(Round nextRound) const {

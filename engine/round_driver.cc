@@ -2,15 +2,12 @@
 
 #include <utility>
 
-#include "core/error.h"
 
 namespace gossip::engine {
 
-RoundDriver::RoundDriver(NodeEngine& engine, RoundDriverOptions options, BeforeBegin beforeBegin)
-    : engine_(engine), opts_(options), beforeBegin_(std::move(beforeBegin)) {
-  // The sim mode keeps no round state (inRound, nextRound): the simulator runs its rounds in lock step.
-  GOSSIP_CHECK(engine_.linked(), "the round driver runs linked-mode engines (enableLinks first)");
-}
+// Only a LinkedEngine has round state (inRound, nextRound): the simulator's SyncEngine runs in lock step.
+RoundDriver::RoundDriver(LinkedEngine& engine, RoundDriverOptions options, BeforeBegin beforeBegin)
+    : engine_(engine), opts_(options), beforeBegin_(std::move(beforeBegin)) {}
 
 void RoundDriver::pump(std::uint64_t nowMs) {
   engine_.drain(engine_.mixingRound());

@@ -1,12 +1,12 @@
 #pragma once
-// RoundDriver: the one place that decides when a linked-mode engine begins and ends its rounds. The daemon
+// RoundDriver: the one place that decides when a LinkedEngine (the daemon's protocol) begins and ends its rounds. The daemon
 // (daemon/node/node_runtime.cc), the seeded protocol test (tests/unit/engine/test_links.cc) and the fuzz rig
 // (fuzz/engine_rig.cc) all step their engines through it, so the tests run the policy production runs.
 //
 // A step does at most one of:
-//   - begin round t (NodeEngine::beginRound) when the engine may (readyToBegin, with the start barrier of
+//   - begin round t (LinkedEngine::beginRound) when the engine may (readyToBegin, with the start barrier of
 //     the options), the run is not over, and the caller's hook agrees (the daemon's trainer input);
-//   - end the round in progress (NodeEngine::endRound) when its messages are in (roundReady) or, for a
+//   - end the round in progress (LinkedEngine::endRound) when its messages are in (roundReady) or, for a
 //     stateless method, when the round deadline of the options has passed.
 // It returns what happened, and the caller does its own work from that (metrics, checkpoints, logs).
 // Frames and timers are separate (pump): the daemon pumps the engine in phases where it runs no round
@@ -21,7 +21,7 @@
 #include <functional>
 #include <optional>
 
-#include "engine/node_engine.h"
+#include "engine/linked_engine.h"
 
 namespace gossip::engine {
 
@@ -35,7 +35,7 @@ struct RoundDriverOptions {
   StartBarrier barrier = StartBarrier::EveryRound;
   // Stateless methods: a round that has waited this long for its neighbours (ms since the first step after
   // it began, so the round's own local steps and encoding do not count) mixes what has arrived. None: wait
-  // for every neighbour's frame (or its having gone past the round; NodeEngine::roundReady).
+  // for every neighbour's frame (or its having gone past the round; LinkedEngine::roundReady).
   std::optional<std::uint64_t> roundTimeoutMs = std::nullopt;
 };
 
@@ -58,7 +58,7 @@ class RoundDriver {
   // the next step). The daemon supplies its trainer's input here.
   using BeforeBegin = std::function<bool(Round t, std::uint64_t nowMs)>;
 
-  RoundDriver(NodeEngine& engine, RoundDriverOptions options, BeforeBegin beforeBegin = {});
+  RoundDriver(LinkedEngine& engine, RoundDriverOptions options, BeforeBegin beforeBegin = {});
 
   // Takes the frames waiting in the transport and runs the engine's due timers (retransmits, retries).
   void pump(std::uint64_t nowMs);
@@ -66,10 +66,10 @@ class RoundDriver {
   RoundStep step(std::uint64_t nowMs);
 
   const RoundDriverOptions& options() const { return opts_; }
-  NodeEngine& engine() { return engine_; }
+  LinkedEngine& engine() { return engine_; }
 
  private:
-  NodeEngine& engine_;
+  LinkedEngine& engine_;
   RoundDriverOptions opts_;
   BeforeBegin beforeBegin_;
   // When the round in progress started waiting for its neighbours: the first step after it began (for the

@@ -22,8 +22,6 @@ namespace {
 // Bounds on what one request may ask for: chunks of at most 4M values (16 MiB of float32), at most 64 of them.
 constexpr std::uint64_t kMaxChunkValues = std::uint64_t{1} << 22;
 constexpr std::uint64_t kMaxChunksPerRequest = 64;
-// Requests of one requester kept for the end of a round (a fetch has window_chunks / request_chunks = 4).
-constexpr std::uint64_t kMaxWaitingRequests = 16;
 }  // namespace
 
 void NodeEngine::setStateFetch(StateFetchOptions options) { fetchOpts_ = options; }
@@ -37,6 +35,12 @@ void NodeEngine::requestState(std::span<const PeerId> from, Round round) {
 }
 
 void NodeEngine::cancelStateFetch() { fetch_.reset(); }
+
+std::optional<Round> NodeEngine::takeStateRound() {
+  auto r = stateRound_;
+  stateRound_.reset();
+  return r;
+}
 
 void NodeEngine::stepStateFetch(std::uint64_t nowMs) {
   nowMs_ = std::max(nowMs_, nowMs);
@@ -73,30 +77,8 @@ void NodeEngine::receiveStateRequest(const FrameHeader& h, const Bytes& payload)
   if (a.chunk == 0 || a.chunk > kMaxChunkValues || a.at > dim || a.count > dim - a.at ||
       (a.count + a.chunk - 1) / a.chunk > kMaxChunksPerRequest)
     return reject("bad_state_request");
-  if (linked_ && stateless_) fetching_[h.sender] = h.incarnation;  // until its first model frame (links.cc)
-  if (holdEdges_) {
-    // We are fetching the current model ourselves (a restart, a late joiner, a rejoin): ours is not it.
-    // Answered, it replaced a restarted node's checkpointed model with a joiner's untrained one, and that
-    // node trained alone from round 0 for ~28,000 rounds (issue 28). The requester asks another one.
-    ++stats_.state_requests_declined;
-    return;
-  }
-  if (linked_ && inRound_ && !stateless_) {
-    // Mid-round a replica method's model is half-way (local steps taken, not yet mixed): answer after the
-    // mix. A request asked again meanwhile is kept once, and a requester has at most a window's worth
-    // waiting. (A stateless model mid-round is an SGD iterate like any other, and its round may wait a
-    // whole deadline for this very requester's frame: answered at once.)
-    const auto mine = std::count_if(stateWanted_.begin(), stateWanted_.end(), [&](const StateAsk& w) { return w.to == a.to; });
-    const bool again = std::any_of(stateWanted_.begin(), stateWanted_.end(), [&](const StateAsk& w) {
-      return w.to == a.to && w.at == a.at && w.count == a.count && w.chunk == a.chunk;
-    });
-    if (again) return;
-    if (static_cast<std::uint64_t>(mine) >= kMaxWaitingRequests) return reject("state_requests_flood");
-    stateWanted_.push_back(a);
-    return;
-  }
-  // The round carried back is the one the requester should continue from (linked mode: our next).
-  sendState(a, linked_ ? nextRound() : h.round);
+  // The protocol says which round the requester continues from, or keeps the request for later.
+  if (const auto round = answerStateAt(h, a)) sendState(a, *round);
 }
 
 void NodeEngine::sendState(const StateAsk& a, Round round) {

@@ -7,7 +7,7 @@
 
 namespace gossip::fuzz {
 
-std::unique_ptr<engine::NodeEngine> Rig::makeEngine(PeerId id, Incarnation inc, engine::Transport& t) {
+std::unique_ptr<engine::LinkedEngine> Rig::makeEngine(PeerId id, Incarnation inc, engine::Transport& t) {
   algo::AlgorithmParams ap;
   ap.name = "choco";
   ap.gamma = 0.5;
@@ -17,12 +17,11 @@ std::unique_ptr<engine::NodeEngine> Rig::makeEngine(PeerId id, Incarnation inc, 
   auto est = training::makeEstimator({.kind = "full"}, *model, data, partition[id], 1);
   algo::NodeSchedule sched;
   sched.lr = [](Round) { return 0.2; };
-  auto e = std::make_unique<engine::NodeEngine>(
-      id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched), t);
   topology::TopologyParams ring;
   ring.kind = topology::Kind::Ring;
-  e->enableLinks({.topology = ring, .retransmit_ms = 5, .hello_timeout_ms = 10, .hello_retry_ms = 2});
-  return e;
+  return std::make_unique<engine::LinkedEngine>(
+      id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched), t,
+      engine::LinkOptions{.topology = ring, .retransmit_ms = 5, .hello_timeout_ms = 10, .hello_retry_ms = 2});
 }
 
 Rig::Rig() {

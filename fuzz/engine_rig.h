@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "compressors/compressor.h"
-#include "engine/node_engine.h"
+#include "engine/linked_engine.h"
 #include "engine/round_driver.h"
 #include "training/dataset.h"
 #include "training/model.h"
@@ -21,7 +21,7 @@ struct Rig {
   // every round): take frames, run timers, begin or end a round when it can.
   void step(PeerId id);
   // A fresh engine for node 0 (same problem and configuration), for loading checkpoints into.
-  std::unique_ptr<engine::NodeEngine> makeEngine(PeerId id, Incarnation inc, engine::Transport& t);
+  std::unique_ptr<engine::LinkedEngine> makeEngine(PeerId id, Incarnation inc, engine::Transport& t);
 
   training::Dataset data;
   training::Partition partition;
@@ -29,7 +29,7 @@ struct Rig {
   std::unique_ptr<compress::Compressor> comp;
   engine::InprocNetwork net;
   std::map<PeerId, std::unique_ptr<engine::InprocTransport>> transports;
-  std::map<PeerId, std::unique_ptr<engine::NodeEngine>> engines;
+  std::map<PeerId, std::unique_ptr<engine::LinkedEngine>> engines;
   std::map<PeerId, std::unique_ptr<engine::RoundDriver>> drivers;
   std::uint64_t now = 0;
 };

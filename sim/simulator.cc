@@ -52,7 +52,7 @@ std::unique_ptr<algo::Node> makeNode(const SimSetup& s, PeerId id, Incarnation i
 
 struct Simulator::Sim {
   engine::InprocTransport transport;
-  std::unique_ptr<engine::NodeEngine> engine;
+  std::unique_ptr<engine::SyncEngine> engine;
 };
 
 Simulator::Simulator(SimSetup setup) : s_(std::move(setup)) {
@@ -89,7 +89,7 @@ void Simulator::addNode(PeerId id, Incarnation inc) {
   auto node = makeNode(s_, id, inc);
   net_.attach(id);
   auto sim = std::unique_ptr<Sim>(new Sim{engine::InprocTransport(net_, id), nullptr});
-  sim->engine = std::make_unique<engine::NodeEngine>(id, inc, std::move(node), sim->transport);
+  sim->engine = std::make_unique<engine::SyncEngine>(id, inc, std::move(node), sim->transport);
   nodes_[id] = std::move(sim);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Simulator: N virtual nodes in one process, each driven by an engine::NodeEngine (the same round engine
+// Simulator: N virtual nodes in one process, each driven by an engine::SyncEngine (the same round engine
 // the daemon runs) over the in-process transport: real frames, real edge handshakes and state transfers.
 // The simulator only sequences the phases of a synchronous round and plays the membership service:
 // a crash removes a node, a join adds one (a restart of a crashed id is a new incarnation), and every
@@ -15,7 +15,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
 #include "compressors/compressor.h"
-#include "engine/node_engine.h"
+#include "engine/sync_engine.h"
 #include "topology/topology.h"
 #include "training/estimators.h"
 #include "training/model.h"

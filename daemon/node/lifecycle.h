@@ -34,7 +34,7 @@
 #include "daemon/monitor/node_state.h"
 #include "daemon/node/membership_runner.h"
 #include "daemon/node/trainer_input.h"
-#include "engine/node_engine.h"
+#include "engine/linked_engine.h"
 #include "engine/round_driver.h"
 
 namespace gossip::daemon {
@@ -52,7 +52,7 @@ class Lifecycle {
  public:
   // The parts it drives, owned by the runtime; set again after a rejoin replaced the engine and driver.
   struct Parts {
-    engine::NodeEngine* engine = nullptr;
+    engine::LinkedEngine* engine = nullptr;
     engine::RoundDriver* driver = nullptr;
     MembershipRunner* membership = nullptr;
     TrainerInput* trainer = nullptr;  // trainer.enable only

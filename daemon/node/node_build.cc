@@ -198,12 +198,11 @@ void NodeRuntime::Impl::readIncarnation() {
 void NodeRuntime::Impl::makeEngine() {
   driver.reset();  // it refers to the engine being replaced
   auto node = trainer ? trainer->makeNode(incarnation) : sim::makeNode(problem->setup, id, incarnation);
-  engine = std::make_unique<engine::NodeEngine>(id, incarnation, std::move(node), links->engineTransport());
   engine::LinkOptions lo;
   lo.topology = topologyParams(c.cluster);
   lo.hello_timeout_ms = c.cluster.link_timeout_ms;
   lo.retransmit_ms = std::max<std::uint64_t>(50, c.cluster.probe_interval_ms);
-  engine->enableLinks(lo);
+  engine = std::make_unique<engine::LinkedEngine>(id, incarnation, std::move(node), links->engineTransport(), lo);
   // Replica methods begin a round only once every edge the view wants is agreed, in every round and for
   // every life, not only at a cluster's round 0: a node that began while an edge was still being agreed
   // ran its rounds alone at compute speed (a node rejoining after a healed 4/4 partition went from round

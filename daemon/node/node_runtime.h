@@ -1,6 +1,6 @@
 #pragma once
 // NodeRuntime: one `gossipd run` process (DESIGN.md §1, §4, §5). It owns the node's data shard, its
-// NodeEngine in linked mode, the ZeroMQ transport and the SWIM membership. The node thread runs the loop
+// LinkedEngine (the engine's daemon protocol), the ZeroMQ transport and the SWIM membership. The node thread runs the loop
 // (membership probes and acks have their own thread, checkpoint writes and periodic evaluations a
 // background worker: docs/daemon.md, "Threads"):
 //

@@ -46,7 +46,7 @@
 #include "daemon/node/sim_setup.h"
 #include "daemon/node/status_gossip.h"
 #include "daemon/node/trainer_input.h"
-#include "engine/node_engine.h"
+#include "engine/linked_engine.h"
 #include "engine/round_driver.h"
 #include "transport/zmq/zmq_transport.h"
 
@@ -100,7 +100,7 @@ struct NodeRuntime::Impl {
   std::unique_ptr<StatusGossip> statusGossip;
   std::unique_ptr<TrainerInput> trainer;  // trainer.enable (docs/trainer.md)
   TrainerBridge* bridge = nullptr;        // trainer->bridge(), or none
-  std::unique_ptr<engine::NodeEngine> engine;
+  std::unique_ptr<engine::LinkedEngine> engine;
   std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
   std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
   std::vector<std::string> extraSeeds;           // members known before a rejoin

@@ -11,7 +11,7 @@
 #include "daemon/node/node_report.h"
 #include "daemon/node/peer_links.h"
 #include "daemon/node/status_gossip.h"
-#include "engine/node_engine.h"
+#include "engine/linked_engine.h"
 #include "transport/zmq/zmq_transport.h"
 
 namespace gossip::daemon {

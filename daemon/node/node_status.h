@@ -21,7 +21,7 @@
 #include "daemon/monitor/node_state.h"
 
 namespace gossip::engine {
-class NodeEngine;
+class LinkedEngine;
 }
 namespace gossip::peer {
 class ZmqTransport;
@@ -96,7 +96,7 @@ struct StatusSources {
   bool isolated = false;
   std::string failure;  // NodeStatus::failure
   std::string endpoint;
-  const engine::NodeEngine* engine = nullptr;
+  const engine::LinkedEngine* engine = nullptr;
   const MembershipRunner* membership = nullptr;
   const peer::ZmqTransport* zmq = nullptr;
   const PeerLinks* links = nullptr;

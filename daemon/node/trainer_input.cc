@@ -99,7 +99,7 @@ void TrainerInput::ready(const training::Vec& x, Round round) {
 // asks again. No trainer attached: the node follows, never leads (docs/trainer.md): it begins t with a
 // zero gradient only once a neighbour has, so a cluster whose trainers are all gone pauses instead of
 // running its rounds out.
-bool TrainerInput::input(engine::NodeEngine& engine, Round t, std::uint64_t now) {
+bool TrainerInput::input(engine::LinkedEngine& engine, Round t, std::uint64_t now) {
   auto& node = engine.node();
   waiting_ = false;
   if (bridge_->hasRequest() && !bridge_->trainerCurrent()) {

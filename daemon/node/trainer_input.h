@@ -19,7 +19,7 @@
 #include "daemon/bridge/trainer_bridge.h"
 #include "daemon/config/config.h"
 #include "daemon/log/log.h"
-#include "engine/node_engine.h"
+#include "engine/linked_engine.h"
 #include "training/external_gradient.h"
 
 namespace gossip::daemon {
@@ -49,7 +49,7 @@ class TrainerInput {
   void ready(const training::Vec& x, Round round);
 
   // Whether round t may begin as far as the trainer goes; if so its input is in the node.
-  bool input(engine::NodeEngine& engine, Round t, std::uint64_t now);
+  bool input(engine::LinkedEngine& engine, Round t, std::uint64_t now);
   // The last call to input() found a trainer attached but not yet asking (the loop then waits on it).
   bool waiting() const { return waiting_; }
 

@@ -12,7 +12,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/node.h"
-#include "engine/node_engine.h"
+#include "engine/sync_engine.h"
 #include "transport/inproc/inproc.h"
 #include "problems.h"
 
@@ -95,7 +95,7 @@ class MiniNet {
   void add(PeerId i, Incarnation inc, std::unique_ptr<algo::Node> node) {
     net_.attach(i);
     transports_[i] = std::make_unique<engine::InprocTransport>(net_, i);
-    engines_[i] = std::make_unique<engine::NodeEngine>(i, inc, std::move(node), *transports_[i]);
+    engines_[i] = std::make_unique<engine::SyncEngine>(i, inc, std::move(node), *transports_[i]);
   }
   void remove(PeerId i) {
     engines_.erase(i);
@@ -118,7 +118,7 @@ class MiniNet {
   Factory make_;
   engine::InprocNetwork net_;
   std::map<PeerId, std::unique_ptr<engine::InprocTransport>> transports_;
-  std::map<PeerId, std::unique_ptr<engine::NodeEngine>> engines_;
+  std::map<PeerId, std::unique_ptr<engine::SyncEngine>> engines_;
   std::uint64_t epoch_ = 0;
 };
 

@@ -18,7 +18,6 @@
 #include "compressors/compressor.h"
 #include "core/crc32c.h"
 #include "core/rng.h"
-#include "engine/node_engine.h"
 #include "engine/round_driver.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
@@ -125,7 +124,7 @@ class Harness {
 
   HarnessResult run();
 
-  // ---- called by Observed (inside NodeEngine::endRound) ----
+  // ---- called by Observed (inside LinkedEngine::endRound) ----
   void checkApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row);
   void afterApply(NodeKey i, Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row,
                   const algo::Algorithm& a);
@@ -144,7 +143,7 @@ class Harness {
   struct Live {
     NodeKey key;
     std::unique_ptr<HarnessTransport> transport;
-    std::unique_ptr<NodeEngine> engine;
+    std::unique_ptr<LinkedEngine> engine;
     std::unique_ptr<RoundDriver> driver;
   };
   struct Queued {
@@ -170,7 +169,7 @@ class Harness {
   bool finished() const;
   void endChecks();
   std::string dump() const;
-  static std::string linksOf(const NodeEngine& e);
+  static std::string linksOf(const LinkedEngine& e);
   // GOSSIP_PROTOCOL_TRACE=1: every frame received, view installed and round begun or mixed, on stderr (for
   // reading a failing seed's causal chain; off in ctest).
   template <class... A>
@@ -336,9 +335,9 @@ void Harness::add(PeerId id, Incarnation inc) {
   Live n;
   n.key = key;
   n.transport = std::make_unique<HarnessTransport>(*this, id);
-  n.engine = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
-                                          *n.transport);
-  n.engine->enableLinks({.topology = topo_, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
+  n.engine = std::make_unique<LinkedEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
+                                            *n.transport,
+                                            LinkOptions{.topology = topo_, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
   n.driver = std::make_unique<RoundDriver>(
       *n.engine, RoundDriverOptions{.rounds = o_.target, .barrier = StartBarrier::EveryRound});
   inbox_[id];
@@ -603,7 +602,7 @@ void Harness::endChecks() {
   }
 }
 
-std::string Harness::linksOf(const NodeEngine& e) {
+std::string Harness::linksOf(const LinkedEngine& e) {
   std::ostringstream s;
   for (const auto& l : e.links())
     s << ' ' << l.peer << '/' << l.incarnation << (l.scheduled ? " start " + std::to_string(l.start) : " proposed")

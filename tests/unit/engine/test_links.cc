@@ -14,7 +14,7 @@
 #include "tests/support/precision.h"
 #include "compressors/compressor.h"
 #include "core/rng.h"
-#include "engine/node_engine.h"
+#include "engine/sync_engine.h"
 #include "engine/round_driver.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
@@ -45,15 +45,16 @@ struct Net {
   std::string algorithm;
   InprocNetwork net;
   std::map<PeerId, std::unique_ptr<InprocTransport>> transports;
-  std::map<PeerId, std::unique_ptr<NodeEngine>> engines;
-  std::map<PeerId, std::unique_ptr<RoundDriver>> drivers;  // linked nodes: the daemon's policy
+  std::map<PeerId, std::unique_ptr<LinkedEngine>> engines;
+  std::map<PeerId, std::unique_ptr<RoundDriver>> drivers;  // the daemon's policy
+  std::map<PeerId, std::unique_ptr<SyncEngine>> syncEngines;  // runSync's nodes: the simulator's protocol
   std::map<PeerId, Incarnation> incarnations;
   topology::TopologyParams topo;
   std::uint64_t minRate = 1250;  // LinkOptions::retransmit_min_bytes_per_ms of nodes added from now on
 
   Net(Problem& problem, std::string algo) : p(problem), algorithm(std::move(algo)) { topo.kind = topology::Kind::Ring; }
 
-  NodeEngine& add(PeerId id, Incarnation inc, bool linked) {
+  std::unique_ptr<algo::Node> makeNode(PeerId id, Incarnation inc) {
     algo::AlgorithmParams ap;
     ap.name = algorithm;
     ap.gamma = algorithm == "choco" ? 0.5 : 1.0;
@@ -66,15 +67,22 @@ struct Net {
     sched.lr = [](Round) { return 0.2; };
     net.attach(id);
     transports[id] = std::make_unique<InprocTransport>(net, id);
-    auto e = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
-                                          *transports[id]);
-    if (linked) {
-      e->enableLinks({.topology = topo, .retransmit_ms = 20, .retransmit_min_bytes_per_ms = minRate, .hello_timeout_ms = 50,
-                      .hello_retry_ms = 5});
-      drivers[id] = std::make_unique<RoundDriver>(*e, RoundDriverOptions{.barrier = StartBarrier::EveryRound});
-    }
     incarnations[id] = inc;
+    return std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched);
+  }
+  // A node of the daemon's protocol, stepped through its round driver.
+  LinkedEngine& add(PeerId id, Incarnation inc) {
+    auto node = makeNode(id, inc);
+    auto e = std::make_unique<LinkedEngine>(id, inc, std::move(node), *transports[id],
+                                            LinkOptions{.topology = topo, .retransmit_ms = 20, .retransmit_min_bytes_per_ms = minRate,
+                                                        .hello_timeout_ms = 50, .hello_retry_ms = 5});
+    drivers[id] = std::make_unique<RoundDriver>(*e, RoundDriverOptions{.barrier = StartBarrier::EveryRound});
     return *(engines[id] = std::move(e));
+  }
+  // A node of the simulator's protocol (runSync).
+  SyncEngine& addSync(PeerId id) {
+    auto node = makeNode(id, 0);
+    return *(syncEngines[id] = std::make_unique<SyncEngine>(id, 0, std::move(node), *transports[id]));
   }
   void crash(PeerId id) {
     drivers.erase(id);
@@ -85,6 +93,7 @@ struct Net {
   View view() const {
     View v;
     for (const auto& [id, e] : engines) v.push_back({id, incarnations.at(id)});
+    for (const auto& [id, e] : syncEngines) v.push_back({id, incarnations.at(id)});  // a Net runs one protocol
     return v;
   }
 };
@@ -92,17 +101,17 @@ struct Net {
 // The synchronous reference: every node installs one view, then rounds run in lock step.
 std::map<PeerId, training::Vec> runSync(Problem& p, const std::string& algorithm, std::uint32_t n, Round rounds) {
   Net s(p, algorithm);
-  for (PeerId i = 0; i < n; ++i) s.add(i, 0, false);
-  auto vg = buildViewGraph(s.view(), s.topo, topology::WeightRule::Metropolis, s.engines.at(0)->stateless(), 1);
-  for (auto& [id, e] : s.engines) e->setView(vg, 0);
+  for (PeerId i = 0; i < n; ++i) s.addSync(i);
+  auto vg = buildViewGraph(s.view(), s.topo, topology::WeightRule::Metropolis, s.syncEngines.at(0)->stateless(), 1);
+  for (auto& [id, e] : s.syncEngines) e->setView(vg, 0);
   for (int pass = 0; pass < 4; ++pass)
-    for (auto& [id, e] : s.engines) e->drain(0);
+    for (auto& [id, e] : s.syncEngines) e->drain(0);
   for (Round t = 0; t < rounds; ++t) {
-    for (auto& [id, e] : s.engines) e->beginRound(t);
-    for (auto& [id, e] : s.engines) e->endRound(t);
+    for (auto& [id, e] : s.syncEngines) e->beginRound(t);
+    for (auto& [id, e] : s.syncEngines) e->endRound(t);
   }
   std::map<PeerId, training::Vec> out;
-  for (auto& [id, e] : s.engines) out[id] = e->node().algorithm().x();
+  for (auto& [id, e] : s.syncEngines) out[id] = e->node().algorithm().x();
   return out;
 }
 
@@ -144,13 +153,13 @@ void runLinked(Net& n, Rng& rng, Round rounds, std::uint64_t& now, std::uint64_t
 }
 
 void startLinked(Net& net, std::uint32_t n) {
-  for (PeerId i = 0; i < n; ++i) net.add(i, 0, true);
+  for (PeerId i = 0; i < n; ++i) net.add(i, 0);
   for (auto& [id, e] : net.engines) e->setMembers(net.view(), 0, 0);
 }
 
 // Three linked nodes of `algorithm` run to round 3; then node 1 alone begins round 3 and waits there for its
 // neighbours' frames. Returns node 1's engine.
-NodeEngine& node1MidRound(Net& n, std::uint64_t seed, std::uint64_t& now) {
+LinkedEngine& node1MidRound(Net& n, std::uint64_t seed, std::uint64_t& now) {
   startLinked(n, 3);
   Rng rng(seed);
   runLinked(n, rng, 3, now);
@@ -222,8 +231,8 @@ TEST_CASE("linked mode under churn: crashes - a restart and a join seen at diffe
         for (auto& [jd, d] : n.drivers) step(*d, now++, 1000);
     }
     // Node 6 joins and node 2 restarts (a new incarnation); again seen one node at a time.
-    n.add(6, 0, true);
-    n.add(2, 1, true);
+    n.add(6, 0);
+    n.add(2, 1);
     later = n.view();
     Round base = 0;
     for (auto& [id, e] : n.engines) base = std::max(base, e->nextRound());
@@ -347,7 +356,7 @@ TEST_CASE("a stateless node far behind its neighbours catches up without waiting
   // rounds alone up to theirs: this scheduler has no deadline, so a wait for a refused frame is a hang.
   Problem p(3, {.name = "topk", .ratio = 0.5});
   Net n(p, "deepsqueeze");
-  for (PeerId i = 0; i < 3; ++i) n.add(i, 0, true);
+  for (PeerId i = 0; i < 3; ++i) n.add(i, 0);
   for (auto& [id, e] : n.engines) e->setMembers(n.view(), id == 2 ? 0 : 300, 0);
   Rng rng(5);
   std::uint64_t now = 0;
@@ -456,4 +465,35 @@ TEST_CASE("replica method: an unacknowledged frame is resent only after retransm
   // that many ms after it was lost (without the size term: after 20 ms).
   CHECK(*firstResend >= *firstLost + 20 + 100);
   CHECK(n.engines.at(1)->nextRound() >= 6);  // and the resend got through
+}
+
+// A node that holds its edges (syncing: a restart or a late joiner) has no current model to give.
+TEST_CASE("linked mode: a node fetching the model itself declines state requests - released - it answers them") {
+  Problem p(3, {.name = "fp32"});
+  Net n(p, "dpsgd");
+  startLinked(n, 3);
+  Rng rng(3);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 2, now);
+  auto& n0 = *n.engines.at(0);
+  auto& n2 = *n.engines.at(2);
+  const auto settle = [&](std::uint64_t at) {
+    for (int pass = 0; pass < 4; ++pass)
+      for (auto& [id, d] : n.drivers) d->pump(at);
+  };
+  const training::Vec before = n0.node().algorithm().x();
+  REQUIRE(before != n2.node().algorithm().x());
+  n2.holdEdges(true, now);
+  n0.requestState(2, n0.nextRound());
+  settle(now);
+  CHECK(n2.stats().state_requests_declined == 1);
+  CHECK(n2.stats().states_sent == 0);
+  CHECK(n0.node().algorithm().x() == before);
+  CHECK_FALSE(n0.takeStateRound().has_value());
+  n2.holdEdges(false, now);
+  settle(now + 500);   // node 2 silent for first_silence_ms: its chunk is released (and it is paused as long)
+  settle(now + 1000);  // asked again
+  CHECK(n2.stats().states_sent == 1);
+  CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());
+  CHECK(n0.takeStateRound() == n2.nextRound());
 }

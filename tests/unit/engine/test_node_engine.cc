@@ -11,7 +11,7 @@
 #include "compressors/compressor.h"
 #include "core/crc32c.h"
 #include "core/serial.h"
-#include "engine/node_engine.h"
+#include "engine/sync_engine.h"
 #include "training/estimators.h"
 #include "training/model_factory.h"
 #include "training/synthetic.h"
@@ -29,7 +29,7 @@ struct Cluster {
   std::unique_ptr<compress::Compressor> comp;
   InprocNetwork net;
   std::map<PeerId, std::unique_ptr<InprocTransport>> transports;
-  std::map<PeerId, std::unique_ptr<NodeEngine>> engines;
+  std::map<PeerId, std::unique_ptr<SyncEngine>> engines;
   std::uint64_t epoch = 0;
 
   Cluster(std::uint32_t n, const std::string& algorithm, compress::CompressorSpec spec) {
@@ -57,7 +57,7 @@ struct Cluster {
       net.attach(id);
       transports[id] = std::make_unique<InprocTransport>(net, id);
     }
-    engines[id] = std::make_unique<NodeEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
+    engines[id] = std::make_unique<SyncEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
                                                over ? *over : *transports[id]);
   }
 
@@ -387,28 +387,6 @@ TEST_CASE("engine: a model transfer is taken only from the peers it was asked of
   n0.drain(1);
   CHECK(n0.stats().rejected.at("unrequested_state") == 3);
   CHECK(n0.node().algorithm().x() == c.engines.at(2)->node().algorithm().x());
-}
-
-TEST_CASE("engine: a node fetching the model itself declines state requests - released - it answers them") {
-  Cluster c(3, "dpsgd", {.name = "fp32"});
-  c.round(0);
-  auto& n0 = *c.engines.at(0);
-  auto& n2 = *c.engines.at(2);
-  const training::Vec before = n0.node().algorithm().x();
-  REQUIRE(before != n2.node().algorithm().x());
-  n2.holdEdges(true, 0);  // node 2 is syncing (a restart or a late joiner): its model is not the current one
-  n0.requestState(2, 1);
-  settle(c, 1);
-  CHECK(n2.stats().state_requests_declined == 1);
-  CHECK(n2.stats().states_sent == 0);
-  CHECK(n0.node().algorithm().x() == before);
-  CHECK_FALSE(n0.takeStateRound().has_value());
-  n2.holdEdges(false, 0);
-  n0.stepStateFetch(500);   // node 2 silent for first_silence_ms: its chunk is released (and it is paused as long)
-  n0.stepStateFetch(1000);  // asked again
-  settle(c, 1);
-  CHECK(n2.stats().states_sent == 1);
-  CHECK(n0.node().algorithm().x() == n2.node().algorithm().x());
 }
 
 TEST_CASE("engine: a model transfer arrives in chunks on the receiver's grid - installed only whole") {

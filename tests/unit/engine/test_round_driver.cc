@@ -22,7 +22,7 @@ struct Ring {
   std::unique_ptr<compress::Compressor> comp;
   InprocNetwork net;
   std::map<PeerId, std::unique_ptr<InprocTransport>> transports;
-  std::map<PeerId, std::unique_ptr<NodeEngine>> engines;
+  std::map<PeerId, std::unique_ptr<LinkedEngine>> engines;
   std::map<PeerId, std::unique_ptr<RoundDriver>> drivers;
   std::uint64_t now = 0;
 
@@ -45,10 +45,9 @@ struct Ring {
       sched.lr = [](Round) { return 0.2; };
       net.attach(id);
       transports[id] = std::make_unique<InprocTransport>(net, id);
-      engines[id] = std::make_unique<NodeEngine>(
+      engines[id] = std::make_unique<LinkedEngine>(
           id, 0, std::make_unique<algo::Node>(id, algo::makeAlgorithm(ap, *comp, id, x0), std::move(est), sched),
-          *transports[id]);
-      engines[id]->enableLinks({.topology = ring, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
+          *transports[id], LinkOptions{.topology = ring, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
       drivers[id] = std::make_unique<RoundDriver>(*engines[id], opts);
     }
     setView(n);

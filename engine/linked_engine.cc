@@ -1,10 +1,11 @@
-// NodeEngine's linked mode: edges agreed pairwise, weights from announced degrees, acknowledged delivery
-// for replica methods. The protocol is described in node_engine.h; this file is its implementation.
+// LinkedEngine: edges agreed pairwise, weights from announced degrees, acknowledged delivery for replica
+// methods. The protocol is described in linked_engine.h; this file is its implementation.
+#include "engine/linked_engine.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "core/serial.h"
-#include "engine/node_engine.h"
 
 namespace gossip::engine {
 namespace {
@@ -33,12 +34,14 @@ std::span<const Real> edgeOpenValues(const Bytes& payload) {
   return {reinterpret_cast<const Real*>(payload.data() + kCount), (payload.size() - kCount) / sizeof(Real)};
 }
 
+// Requests of one requester kept for the end of a round (a fetch has window_chunks / request_chunks = 4).
+constexpr std::uint64_t kMaxWaitingRequests = 16;
+
 }  // namespace
 
-void NodeEngine::enableLinks(LinkOptions options) {
-  GOSSIP_CHECK(!vg_, "enableLinks must come before the first view");
-  linked_ = true;
-  linkOpts_ = std::move(options);
+LinkedEngine::LinkedEngine(PeerId self, Incarnation incarnation, std::unique_ptr<algo::Node> node,
+                           Transport& transport, LinkOptions options)
+    : NodeEngine(self, incarnation, std::move(node), transport), linkOpts_(std::move(options)) {
   // Proposal ids must differ between the lives of one node, not only within one: a peer's answer to a
   // proposal of our previous incarnation (sent before it learned of the restart, to our id and so to us) names
   // that proposal, and the answer's header names the peer, not whom it answered. With every life counting
@@ -48,23 +51,14 @@ void NodeEngine::enableLinks(LinkOptions options) {
   proposalSeq_ = incarnation_ << 32;
 }
 
-void NodeEngine::sendFrame(PeerId to, FrameHeader h, SharedBytes payload, Link* keep) {
-  h.seq = ++linkSeq_[to];
-  Bytes header;
-  encodeFrameHeader(h, header);
-  const std::size_t bytes = header.size() + payload->size();
-  if (h.kind == FrameKind::Model)
-    stats_.model_bytes_sent += bytes;
-  else
-    stats_.control_bytes_sent += bytes;
-  if (keep && !stateless_) {
-    keep->unacked.push_back({h.round, header, payload});
-    keep->lastSendMs = nowMs_;
-  }
-  transport_.send(to, std::move(header), std::move(payload));
+void LinkedEngine::sendKept(PeerId to, const FrameHeader& h, SharedBytes payload, Link& keep) {
+  if (stateless_) return void(sendFrame(to, h, std::move(payload)));
+  keep.unacked.push_back({h.round, {}, payload});
+  keep.lastSendMs = nowMs_;
+  keep.unacked.back().header = sendFrame(to, h, std::move(payload), true);
 }
 
-void NodeEngine::propose(PeerId id, Link& l, std::uint64_t nowMs) {
+void LinkedEngine::propose(PeerId id, Link& l, std::uint64_t nowMs) {
   l.proposal = ++proposalSeq_;
   l.proposedAt = nowMs;
   // The proposal's round travels in the header; the payload names the proposal so that a late answer to
@@ -72,11 +66,11 @@ void NodeEngine::propose(PeerId id, Link& l, std::uint64_t nowMs) {
   sendControl(id, FrameKind::EdgeHello, nextRound(), u64Payload(l.proposal));
 }
 
-void NodeEngine::sendClose(PeerId id, Round end, std::uint64_t life) {
+void LinkedEngine::sendClose(PeerId id, Round end, std::uint64_t life) {
   sendControl(id, FrameKind::EdgeClose, end, u64Payload(life));
 }
 
-void NodeEngine::closeLink(PeerId id, Round end) {
+void LinkedEngine::closeLink(PeerId id, Round end) {
   auto it = links_.find(id);
   if (it == links_.end()) return;
   Link& l = it->second;
@@ -91,7 +85,7 @@ void NodeEngine::closeLink(PeerId id, Round end) {
   }
 }
 
-void NodeEngine::breakLink(PeerId id, Round t) {
+void LinkedEngine::breakLink(PeerId id, Round t) {
   auto it = links_.find(id);
   if (it == links_.end()) return;
   Link& l = it->second;
@@ -105,8 +99,7 @@ void NodeEngine::breakLink(PeerId id, Round t) {
   links_.erase(it);
 }
 
-void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
-  GOSSIP_CHECK(linked_, "setMembers needs linked mode");
+void LinkedEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   nowMs_ = nowMs;
   if (!begun_) firstRound_ = next;
   {
@@ -171,13 +164,13 @@ void NodeEngine::setMembers(View alive, Round next, std::uint64_t nowMs) {
   }
 }
 
-void NodeEngine::holdEdges(bool hold, std::uint64_t nowMs) {
+void LinkedEngine::holdEdges(bool hold, std::uint64_t nowMs) {
   holdEdges_ = hold;
-  if (!hold && vg_ && linked_) setMembers(vg_->view, nextRound(), nowMs);  // unlinked: no edges to propose
+  if (!hold && vg_) setMembers(vg_->view, nextRound(), nowMs);
 }
 
-bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const {
-  if (!linked_ || stateless_) return true;
+bool LinkedEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) const {
+  if (stateless_) return true;
   for (const auto& [j, l] : links_)
     if (!l.scheduled && l.proposer && l.proposal != 0 && nowMs < l.proposedAt + linkOpts_.hello_timeout_ms) return false;
   if (!startBarrier) return true;
@@ -191,20 +184,19 @@ bool NodeEngine::readyToBegin(Round t, std::uint64_t nowMs, bool startBarrier) c
   return true;
 }
 
-bool NodeEngine::neighbourAt(Round t) const {
+bool LinkedEngine::neighbourAt(Round t) const {
   if (std::any_of(inbox_.begin(), inbox_.end(), [&](const Inbound& in) { return in.round >= t; })) return true;
   return std::any_of(lastSent_.begin(), lastSent_.end(), [&](const auto& s) { return s.second >= t; });
 }
 
-bool NodeEngine::isFetching(PeerId j) const {
+bool LinkedEngine::isFetching(PeerId j) const {
   const auto f = fetching_.find(j);
   if (f == fetching_.end()) return false;
   const Member* m = member(j);
   return m && m->incarnation == f->second;
 }
 
-bool NodeEngine::roundReady(Round t) const {
-  if (!linked_) return true;
+bool LinkedEngine::roundReady(Round t) const {
   if (stateless_) {
     // Ready when every neighbour's frame for t is here or the neighbour's latest frame is for round t or
     // a later one: its frame for t was then lost or refused as too far ahead, and waiting until the round
@@ -232,10 +224,10 @@ bool NodeEngine::roundReady(Round t) const {
   return true;
 }
 
-void NodeEngine::tick(std::uint64_t nowMs) {
+void LinkedEngine::tick(std::uint64_t nowMs) {
   nowMs_ = nowMs;
-  if (fetch_) pumpStateFetch();
-  if (!linked_ || stateless_) return;
+  stepStateFetch(nowMs);
+  if (stateless_) return;
   // A neighbour the view still wants whose link is gone (the peer closed it while views disagreed, as in
   // the merge after a partition heals) gets a fresh link; the proposer side proposes after hello_retry_ms.
   // setMembers creates links only when the view changes, so without this the edge never came back.
@@ -284,13 +276,13 @@ void NodeEngine::tick(std::uint64_t nowMs) {
 // leave at retransmit_min_bytes_per_ms. A 100 MB EdgeOpen (a 25M-parameter CHOCO edge) takes 8 s on a
 // 100 Mbit/s link; resent every 200 ms it was queued 40 times over, and the copies filled the link so that
 // the round's own 2 MB frames waited behind them: 242 retransmits, 62 s for one round.
-std::uint64_t NodeEngine::retransmitAfterMs(const std::vector<Sent>& unacked) const {
+std::uint64_t LinkedEngine::retransmitAfterMs(const std::vector<Sent>& unacked) const {
   std::uint64_t bytes = 0;
   for (const auto& s : unacked) bytes += s.header.size() + (s.payload ? s.payload->size() : 0);
   return linkOpts_.retransmit_ms + bytes / std::max<std::uint64_t>(1, linkOpts_.retransmit_min_bytes_per_ms);
 }
 
-void NodeEngine::retire(PeerId id, Link& l) {
+void LinkedEngine::retire(PeerId id, Link& l) {
   // A link never scheduled sent no frames. It must not replace the record of an earlier edge to the same
   // peer life, whose last frames may still wait for their ack: after the peer closed that edge, `tick`
   // re-creates a link while our view still wants the peer, and when our view then drops the peer too,
@@ -307,7 +299,7 @@ void NodeEngine::retire(PeerId id, Link& l) {
   c.lastSendMs = l.lastSendMs;
 }
 
-void NodeEngine::linkedControl(const FrameHeader& h, const SharedBytes& shared) {
+void LinkedEngine::protocolControl(const FrameHeader& h, const SharedBytes& shared) {
   const Bytes& payload = *shared;
   if (stateless_) return reject("unexpected_kind");
   const PeerId j = h.sender;
@@ -405,13 +397,13 @@ void NodeEngine::linkedControl(const FrameHeader& h, const SharedBytes& shared) 
   }
 }
 
-bool NodeEngine::acceptLinkedModel(const FrameHeader& h, Round current) {
+bool LinkedEngine::acceptModel(const FrameHeader& h, Round current) {
   const PeerId j = h.sender;
   if (stateless_) {
     // It sends model frames: it has its model and mixes. Our frame of the round in progress, skipped while
     // it fetched, goes now: it may be waiting for exactly that round.
     if (fetching_.erase(j) && inRound_ && roundHeader_ && std::binary_search(sendTo_.begin(), sendTo_.end(), j))
-      sendFrame(j, *roundHeader_, payload_, nullptr);
+      sendFrame(j, *roundHeader_, payload_);
     if (!std::binary_search(sendTo_.begin(), sendTo_.end(), j)) return reject("not_neighbor"), false;
     // The round of j's most recent frame, not the highest ever seen: a forged far-future frame then stops
     // the waiting for j for at most the rounds until j's next real frame.
@@ -452,7 +444,7 @@ bool NodeEngine::acceptLinkedModel(const FrameHeader& h, Round current) {
   return true;
 }
 
-void NodeEngine::capturePublic(Round t) {
+void LinkedEngine::beforeLocalWork(Round t) {
   roundPublic_.reset();
   if (stateless_) return;
   const bool starts = std::any_of(links_.begin(), links_.end(),
@@ -461,7 +453,7 @@ void NodeEngine::capturePublic(Round t) {
   roundPublic_ = std::make_shared<const Bytes>(realsPayload(node_->algorithm().publicState()));
 }
 
-void NodeEngine::linkedBegin(Round t, FrameHeader h) {
+void LinkedEngine::sendRound(Round t, FrameHeader h) {
   begun_ = t;
   inRound_ = true;
   if (stateless_) {
@@ -469,7 +461,7 @@ void NodeEngine::linkedBegin(Round t, FrameHeader h) {
     h.degree = myDegree_;
     roundHeader_ = h;
     for (PeerId j : sendTo_)
-      if (!isFetching(j)) sendFrame(j, h, payload_, nullptr);
+      if (!isFetching(j)) sendFrame(j, h, payload_);
     return;
   }
   std::uint16_t degree = 0;
@@ -488,13 +480,13 @@ void NodeEngine::linkedBegin(Round t, FrameHeader h) {
       oh.incarnation = incarnation_;
       oh.round = t;
       sealPayload(oh, *pub);
-      sendFrame(j, oh, pub, &l);
+      sendKept(j, oh, pub, l);
     }
-    sendFrame(j, h, payload_, &l);
+    sendKept(j, h, payload_, l);
   }
 }
 
-topology::MixingRow NodeEngine::linkedRow(Round t) {
+topology::MixingRow LinkedEngine::linkedRow(Round t) {
   topology::MixingRow row;
   const auto degreeOf = [&](PeerId j) -> std::uint16_t {
     for (const auto& in : ready_)
@@ -526,7 +518,7 @@ topology::MixingRow NodeEngine::linkedRow(Round t) {
   return row;
 }
 
-void NodeEngine::linkedEnd(Round t) {
+void LinkedEngine::afterMix(Round t) {
   inRound_ = false;
   roundPublic_.reset();
   for (const StateAsk& a : stateWanted_) sendState(a, nextRound());
@@ -546,7 +538,7 @@ void NodeEngine::linkedEnd(Round t) {
   }
 }
 
-std::vector<LinkInfo> NodeEngine::links() const {
+std::vector<LinkInfo> LinkedEngine::links() const {
   std::vector<LinkInfo> out;
   if (stateless_) {
     for (PeerId j : sendTo_) {
@@ -559,23 +551,54 @@ std::vector<LinkInfo> NodeEngine::links() const {
   return out;
 }
 
-std::size_t NodeEngine::unackedFrames() const {
+std::size_t LinkedEngine::unackedFrames() const {
   std::size_t n = 0;
   for (const auto& [j, l] : links_) n += l.unacked.size();
   for (const auto& [j, c] : closed_) n += c.unacked.size();
   return n;
 }
 
-std::optional<Round> NodeEngine::takeStateRound() {
-  auto r = stateRound_;
-  stateRound_.reset();
-  return r;
-}
-
-void NodeEngine::dropAllEdges() {
+void LinkedEngine::dropAllEdges() {
   auto& algo = node_->algorithm();
   for (const auto& key : algo.edges()) algo.dropEdge(key);
   links_.clear();
+}
+
+bool LinkedEngine::mixWithout(PeerId from, Round t) {
+  // The substitute's weight goes to the self weight (the row lists present frames).
+  std::erase_if(ready_, [&](const Inbound& m) { return m.sender == from; });
+  // A replica method cannot mix a round without the neighbour's message, and the payload passed its
+  // checksum, so waiting gives nothing: the sender is broken or an impostor. The edge ends here (a daemon
+  // must not die of one frame, found by fuzz/target_engine.cc); the view proposes it again at its next change.
+  if (!stateless_) breakLink(from, t);
+  row_ = linkedRow(t);
+  return true;
+}
+
+std::optional<Round> LinkedEngine::answerStateAt(const FrameHeader& h, const StateAsk& a) {
+  if (stateless_) fetching_[h.sender] = h.incarnation;  // until its first model frame (acceptModel)
+  if (holdEdges_) {
+    // We are fetching the current model ourselves (a restart, a late joiner, a rejoin): ours is not it.
+    // Answered, it replaced a restarted node's checkpointed model with a joiner's untrained one, and that
+    // node trained alone from round 0 for ~28,000 rounds (issue 28). The requester asks another one.
+    ++stats_.state_requests_declined;
+    return std::nullopt;
+  }
+  if (inRound_ && !stateless_) {
+    // Mid-round a replica method's model is half-way (local steps taken, not yet mixed): answer after the
+    // mix. A request asked again meanwhile is kept once, and a requester has at most a window's worth
+    // waiting. (A stateless model mid-round is an SGD iterate like any other, and its round may wait a
+    // whole deadline for this very requester's frame: answered at once.)
+    const auto mine = std::count_if(stateWanted_.begin(), stateWanted_.end(), [&](const StateAsk& w) { return w.to == a.to; });
+    const bool again = std::any_of(stateWanted_.begin(), stateWanted_.end(), [&](const StateAsk& w) {
+      return w.to == a.to && w.at == a.at && w.count == a.count && w.chunk == a.chunk;
+    });
+    if (again) return std::nullopt;
+    if (static_cast<std::uint64_t>(mine) >= kMaxWaitingRequests) return reject("state_requests_flood"), std::nullopt;
+    stateWanted_.push_back(a);
+    return std::nullopt;
+  }
+  return nextRound();  // the requester continues from our next round
 }
 
 }  // namespace gossip::engine
