@@ -9,9 +9,6 @@
 #include <filesystem>
 #include <limits>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -21,6 +18,7 @@
 #include "core/error.h"
 #include "daemon/bridge/bridge_errors.h"
 #include "daemon/bridge/param_copy.h"
+#include "daemon/bridge/shared_memory.h"
 #include "transport/zmq/request_server.h"
 
 namespace gossip::daemon {
@@ -30,58 +28,6 @@ using json = nlohmann::json;
 using training::Vec;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::uint64_t kKeepaliveMs = 1000;
-
-// One POSIX shared-memory file, mapped read-write; unlinked when dropped (a trainer that still maps it
-// keeps its pages until it unmaps).
-class SharedMemory {
- public:
-  SharedMemory(std::string name, std::size_t bytes) : name_(std::move(name)), bytes_(bytes) {
-    const int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) throw IoError("trainer bridge: cannot create shared memory '" + name_ + "': " + std::strerror(errno));
-    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      const int err = errno;
-      close(fd);
-      shm_unlink(name_.c_str());
-      throw IoError("trainer bridge: cannot size shared memory '" + name_ + "' to " + std::to_string(bytes_) +
-                    " bytes: " + std::strerror(err));
-    }
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
-    close(fd);
-    if (p == MAP_FAILED) {
-      shm_unlink(name_.c_str());
-      throw IoError("trainer bridge: cannot map shared memory '" + name_ + "': " + std::strerror(err));
-    }
-    data_ = static_cast<std::byte*>(p);
-  }
-  ~SharedMemory() {
-    munmap(data_, bytes_);
-    shm_unlink(name_.c_str());
-  }
-  SharedMemory(const SharedMemory&) = delete;
-  SharedMemory& operator=(const SharedMemory&) = delete;
-  std::byte* data() const { return data_; }
-  std::string path() const { return "/dev/shm" + name_; }
-
- private:
-  std::string name_;
-  std::size_t bytes_;
-  std::byte* data_ = nullptr;
-};
-
-// A daemon killed with SIGKILL leaves its shared memory behind (/dev/shm/gossipd-UID-NODE-PID-SERIAL):
-// remove this node's files whose daemon is no longer running, so that restarts do not pile up model-sized
-// files in RAM. A file of a live process (another cluster's node with the same id) is left alone.
-void removeStaleSharedMemory(PeerId node) {
-  const std::string prefix = "gossipd-" + std::to_string(getuid()) + "-" + std::to_string(node) + "-";
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string name = e.path().filename().string();
-    if (!name.starts_with(prefix)) continue;
-    const auto pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) shm_unlink(("/" + name).c_str());
-  }
-}
 
 std::uint64_t nowNs() {
   return static_cast<std::uint64_t>(
