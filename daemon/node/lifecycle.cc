@@ -66,6 +66,12 @@ Lifecycle::Outcome Lifecycle::step(std::uint64_t now) {
   return Outcome::Continue;
 }
 
+bool Lifecycle::viewChanged(std::uint64_t now) {
+  if (state_ == NodeState::Joining || finished(state_)) return false;
+  p_.engine->setMembers(p_.membership->alive(), p_.engine->nextRound(), now);
+  return true;
+}
+
 void Lifecycle::startTraining(Round first, std::uint64_t now) {
   state_ = NodeState::Training;
   p_.engine->setMembers(p_.membership->alive(), first, now);

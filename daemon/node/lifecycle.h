@@ -32,7 +32,7 @@
 #include "daemon/monitor/drift_watch.h"
 #include "daemon/monitor/metrics.h"
 #include "daemon/monitor/node_state.h"
-#include "daemon/node/membership_runner.h"
+#include "daemon/node/membership_view.h"
 #include "daemon/node/trainer_input.h"
 #include "engine/linked_engine.h"
 #include "engine/round_driver.h"
@@ -54,7 +54,7 @@ class Lifecycle {
   struct Parts {
     engine::LinkedEngine* engine = nullptr;
     engine::RoundDriver* driver = nullptr;
-    MembershipRunner* membership = nullptr;
+    const MembershipView* membership = nullptr;  // the daemon's MembershipRunner
     TrainerInput* trainer = nullptr;  // trainer.enable only
     Incarnation incarnation = 0;
   };
@@ -79,6 +79,10 @@ class Lifecycle {
 
   // One pass of the node's loop: the engine's timers, then the phase's step.
   Outcome step(std::uint64_t now);
+  // Membership's view changed: the engine takes it, except while joining (it gets its first view when the
+  // node starts) and once done or stopped (no new edges for a node that will not mix any more; dead peers'
+  // frames are released when it leaves). Returns whether the engine took it.
+  bool viewChanged(std::uint64_t now);
   // The node is leaving before Done: Stopped.
   void markStopped() {
     if (state_ != NodeState::Done) state_ = NodeState::Stopped;

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "engine/transport.h"
+#include "daemon/node/membership_view.h"
 #include "membership/membership.h"
 #include "transport/zmq/zmq_transport.h"
 
@@ -48,7 +49,7 @@ struct StampedEvent {
   std::int64_t wall_ms;  // system clock when the membership thread took it (log lines' [t=...] stamps)
 };
 
-class MembershipRunner {
+class MembershipRunner final : public MembershipView {
  public:
   struct Hooks {
     std::function<void(const engine::RawFrame&)> frame;  // every membership frame received (traffic counters)
@@ -71,13 +72,13 @@ class MembershipRunner {
   // Node thread (any thread but the membership thread's callbacks): each locks mutex_.
   void leave();
   void hintUnreachable(PeerId id);
-  bool joined() const;
+  bool joined() const override;
   bool declaredDead() const;
-  std::string rejoinVia() const;
-  bool isolated() const;          // Membership::isolated  // Membership::rejoinVia: where to rejoin after a contested verdict
+  std::string rejoinVia() const;  // Membership::rejoinVia: where to rejoin after a contested verdict
+  bool isolated() const override;  // Membership::isolated
   std::vector<peer::MemberInfo> members() const;
-  std::vector<engine::Member> alive() const;
-  peer::MembershipStats stats() const;
+  std::vector<engine::Member> alive() const override;
+  peer::MembershipStats stats() const override;
   std::vector<StampedEvent> takeEvents();
   struct Refusals {
     std::vector<peer::Refusal> refused;      // Joins we refused since the last call

@@ -42,13 +42,11 @@ void NodeRuntime::Impl::pumpIncoming(std::uint64_t now) {
   links->pump(now, [this](const engine::RawFrame& f, std::uint64_t t) { statusGossip->receive(f, t); });
 }
 
-// Membership changes to the engine (the transport's were applied on the membership thread). Joining:
-// the engine gets its first view when the node starts. Done or stopped: no new edges for a node that
-// will not mix any more (dead peers' frames are released when it leaves).
+// Membership changes to the engine (the transport's were applied on the membership thread); when the
+// engine takes them is the lifecycle's call (Lifecycle::viewChanged).
 void NodeRuntime::Impl::onMembership(std::uint64_t now) {
   if (!report.memberEvents(membership->takeEvents(), *statusGossip)) return;
-  if (life.state() == NodeState::Joining || finished(life.state())) return;
-  engine->setMembers(membership->alive(), engine->nextRound(), now);
+  if (!life.viewChanged(now)) return;
   if (engine->graphFallback())
     nodeLog->warn("{} cannot serve {} members; using the fallback graph (docs/daemon.md)", c.cluster.topology,
                   membership->alive().size());
