@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -56,6 +57,42 @@ class SteppedMembership final : public MembershipView {
   const peer::Membership& m_;
 };
 
+// The node's transport: the in-process network, minus whatever crosses a network cut of the test (every
+// frame, model or control, as when the cable is pulled).
+class CutTransport final : public engine::Transport {
+ public:
+  using Cut = std::function<bool(PeerId from, PeerId to)>;
+  // hold: frames across a cut wait and go once the pair is joined again (a ZeroMQ socket queues for a peer
+  // it cannot reach); otherwise they are lost.
+  CutTransport(engine::InprocNetwork& net, PeerId self, const Cut& cut, const bool& hold)
+      : inner_(net, self), self_(self), cut_(cut), hold_(hold) {}
+  void send(PeerId to, Bytes header, engine::SharedBytes payload) override {
+    if (!cut_(self_, to)) return inner_.send(to, std::move(header), std::move(payload));
+    if (hold_) held_.push_back({to, std::move(header), std::move(payload)});
+  }
+  bool receive(engine::RawFrame& out) override { return inner_.receive(out); }
+  // Sends the held frames whose pair is joined again, in the order they were sent.
+  void flush() {
+    std::erase_if(held_, [&](Held& h) {
+      if (cut_(self_, h.to)) return false;
+      inner_.send(h.to, std::move(h.header), std::move(h.payload));
+      return true;
+    });
+  }
+
+ private:
+  struct Held {
+    PeerId to;
+    Bytes header;
+    engine::SharedBytes payload;
+  };
+  engine::InprocTransport inner_;
+  PeerId self_;
+  const Cut& cut_;
+  const bool& hold_;
+  std::vector<Held> held_;
+};
+
 struct Problem {
   training::Dataset data;
   training::Partition partition;
@@ -73,7 +110,7 @@ struct Problem {
 struct Node {
   PeerId id = 0;
   Incarnation incarnation = 0;
-  std::unique_ptr<engine::InprocTransport> transport;
+  std::unique_ptr<CutTransport> transport;
   std::unique_ptr<peer::Membership> membership;
   std::unique_ptr<SteppedMembership> view;
   std::unique_ptr<engine::LinkedEngine> engine;
@@ -81,6 +118,7 @@ struct Node {
   std::unique_ptr<Lifecycle> life;
   Lifecycle::Outcome outcome = Lifecycle::Outcome::Continue;
   std::string error;  // what step() threw (the daemon's one-line error), if it did
+  unsigned rejoins = 0;  // lives begun after a death verdict on this node
 };
 
 struct Cluster {
@@ -96,8 +134,25 @@ struct Cluster {
     std::string to;  // endpoint: a seed's id is not known to the joiner
     Bytes payload;
   };
-  std::deque<Message> wire;
+  // Membership messages in flight, by when they arrive (equal times in the order sent).
+  std::multimap<std::uint64_t, Message> wire;
+  // Each message's delay in ms (1 unless a test draws them).
+  std::function<std::uint64_t()> latency = [] { return std::uint64_t{1}; };
   std::uint64_t now = 0;
+  // Network cuts: islands[id] names a node's island while a partition lasts; nodes of different islands
+  // exchange nothing (membership or engine). Empty: one network.
+  std::map<PeerId, int> islands;
+  // A pair of different islands is joined again at its own moment after the cut ends (connections come
+  // back one by one); before that moment it is still cut. Empty: all at once.
+  std::map<std::pair<PeerId, PeerId>, std::uint64_t> rejoinedAt;
+  bool holdAcrossCut = false;  // frames and messages across a cut wait for the pair instead of being lost
+  CutTransport::Cut cut = [this](PeerId a, PeerId b) {
+    if (islands.empty()) return false;
+    const auto ia = islands.find(a), ib = islands.find(b);
+    if ((ia == islands.end() ? 0 : ia->second) == (ib == islands.end() ? 0 : ib->second)) return false;
+    const auto r = rejoinedAt.find({std::min(a, b), std::max(a, b)});
+    return r == rejoinedAt.end() || now < r->second;
+  };
 
   Cluster(Problem& problem, std::string algo, std::uint32_t n, Round rounds) : p(problem), algorithm(std::move(algo)) {
     c.cluster.nodes = n;
@@ -115,24 +170,22 @@ struct Cluster {
   };
   std::map<PeerId, Checkpoint> checkpoints;
 
-  // A node as node_build.cc wires one: its membership seeded with node 0 (node 0 itself starts the cluster).
-  // With a checkpoint, a restart as loadNewestCheckpoint does it: the state loaded, the edges dropped.
-  void start(PeerId id, Incarnation inc = 0, const Checkpoint* from = nullptr) {
-    Node& n = nodes[id];
-    n = Node{};
-    n.id = id;
+  // A node's parts for one life, as node_build.cc makes them (makeMembership, makeEngine): its membership
+  // with `seeds`, its engine with the daemon's link options, its round driver with the daemon's policy.
+  void makeParts(Node& n, Incarnation inc, std::vector<std::string> seeds) {
+    const PeerId id = n.id;
     n.incarnation = inc;
+    net.detach(id);  // a new life gets fresh connections (PeerLinks::forgetAll)
     net.attach(id);
-    n.transport = std::make_unique<engine::InprocTransport>(net, id);
-    std::vector<std::string> seeds;
-    if (id != 0) seeds = c.cluster.seeds;
+    n.transport = std::make_unique<CutTransport>(net, id, cut, holdAcrossCut);
     n.membership = std::make_unique<peer::Membership>(
         peer::MemberInfo{.id = id, .incarnation = inc, .endpoint = endpointOf(id), .instance = 100 + id},
-        seeds, peer::MembershipOptions{},
+        std::move(seeds), peer::MembershipOptions{},
         [this, id](PeerId, const std::string& endpoint, Bytes payload) {
-          wire.push_back({now + 1, id, endpoint, std::move(payload)});
+          const std::uint64_t due = now + latency();
+          wire.emplace(due, Message{due, id, endpoint, std::move(payload)});
         },
-        /*rng_seed=*/1000 + id);
+        /*rng_seed=*/1000 + id + 100 * inc);
     n.view = std::make_unique<SteppedMembership>(*n.membership);
     algo::AlgorithmParams ap;
     ap.name = algorithm;
@@ -145,6 +198,7 @@ struct Cluster {
     sched.lr = [](Round) { return 0.2; };
     topology::TopologyParams ring;
     ring.kind = topology::Kind::Ring;
+    n.driver.reset();  // it refers to the engine being replaced
     n.engine = std::make_unique<engine::LinkedEngine>(
         id, inc, std::make_unique<algo::Node>(id, algo::makeAlgorithm(ap, *p.comp, id, x0), std::move(est), sched),
         *n.transport,
@@ -153,6 +207,15 @@ struct Cluster {
         *n.engine, engine::RoundDriverOptions{.rounds = c.algorithm.rounds,
                                               .barrier = engine::StartBarrier::EveryRound,
                                               .roundTimeoutMs = c.algorithm.round_timeout_ms});
+  }
+
+  // A node as `gossipd run` starts one: its membership seeded with node 0 (node 0 itself starts the
+  // cluster). With a checkpoint, a restart as loadNewestCheckpoint does it: the state loaded, the edges dropped.
+  void start(PeerId id, Incarnation inc = 0, const Checkpoint* from = nullptr) {
+    Node& n = nodes[id];
+    n = Node{};
+    n.id = id;
+    makeParts(n, inc, id != 0 ? c.cluster.seeds : std::vector<std::string>{});
     n.life = std::make_unique<Lifecycle>(c, id, logging::nullLogger("node"), stop,
                                          Lifecycle::Hooks{.afterRound = [](Round) {}, .finish = [](NodeState) {}});
     n.life->attach({n.engine.get(), n.driver.get(), n.view.get(), nullptr, inc});
@@ -164,11 +227,35 @@ struct Cluster {
     }
   }
 
+  // Declared dead while it ran on: a new life with its model, as NodeRuntime::Impl::rejoinAsNewIncarnation
+  // does it (the accuser whose side won first among the seeds, then the configured seeds, then every member
+  // it knew that did not leave).
+  void rejoin(Node& n) {
+    Bytes saved;
+    ByteWriter w(saved);
+    n.engine->node().save(w);
+    const Round next = n.engine->inRound() ? n.engine->mixingRound() : n.engine->nextRound();
+    std::vector<std::string> seeds;
+    const std::string via = n.membership->rejoinVia();
+    if (!via.empty()) seeds.push_back(via);
+    for (const auto& s : c.cluster.seeds)
+      if (s != endpointOf(n.id) && s != via) seeds.push_back(s);
+    for (const auto& m : n.membership->members())
+      if (m.id != n.id && m.state != peer::MemberState::Left) seeds.push_back(m.endpoint);
+    makeParts(n, n.incarnation + 1, std::move(seeds));
+    ByteReader r(saved, "node state");
+    n.engine->node().load(r);
+    n.engine->dropAllEdges();
+    n.life->attach({n.engine.get(), n.driver.get(), n.view.get(), nullptr, n.incarnation});
+    n.life->rejoined(next, now);
+    ++n.rejoins;
+  }
+
   // A crash: the process is gone, with everything in flight to it (its checkpoint stays).
   void crash(PeerId id) {
     nodes.erase(id);
     net.detach(id);
-    for (auto& m : wire)
+    for (auto& [due, m] : wire)
       if (m.to == endpointOf(id)) m.to.clear();  // lost with the process
   }
 
@@ -178,15 +265,24 @@ struct Cluster {
   // lifecycle step (the daemon's two threads, here one after the other).
   void tick() {
     ++now;
-    while (!wire.empty() && wire.front().due <= now) {
-      Message m = std::move(wire.front());
-      wire.pop_front();
-      for (auto& [id, n] : nodes)
-        if (endpointOf(id) == m.to && running(n)) n.membership->receive(m.from, m.payload, at(now));
+    std::vector<Message> held;
+    while (!wire.empty() && wire.begin()->first <= now) {
+      Message m = std::move(wire.begin()->second);
+      wire.erase(wire.begin());
+      for (auto& [id, n] : nodes) {
+        if (endpointOf(id) != m.to || !running(n)) continue;
+        if (!cut(m.from, id))
+          n.membership->receive(m.from, m.payload, at(now));
+        else if (holdAcrossCut)
+          held.push_back(std::move(m));  // tried again next millisecond
+      }
     }
+    for (auto& m : held) wire.emplace(now + 1, std::move(m));
+    for (auto& [id, n] : nodes) n.transport->flush();
     for (auto& [id, n] : nodes) {
       if (!running(n)) continue;
       n.membership->tick(at(now));
+      if (n.membership->declaredDead() && !finished(n.life->state())) rejoin(n);  // NodeRuntime's loop
       // NodeRuntime::Impl::onMembership: a change of the view goes to the engine when the lifecycle says so.
       if (!n.membership->takeEvents().empty()) n.life->viewChanged(now);
       try {
@@ -452,4 +548,117 @@ TEST_CASE("in-process: 30 seeded fault schedules over whole nodes - every node f
   MESSAGE(seeds, " schedules: ", seeds, " crashes and restarts (", kept, " kept their own checkpoint), ", joiners,
           " late joiners, ", transfers, " state transfers, ", deaths, " deaths declared, ", retransmitted,
           " frames retransmitted; largest |sum_i d_i| ", worst);
+}
+
+namespace {
+
+// Long enough that both sides still train when the cut heals (a round takes ~5 ms of the fake clock).
+constexpr Round kSplitRounds = 12000;
+
+struct HealResult {
+  std::map<PeerId, unsigned> rejoins;  // lives begun after a death verdict, by node
+  std::map<PeerId, std::uint64_t> transfers;
+  std::string table;                   // one line a node, for failure messages
+};
+
+// `n` Prox-LEAD nodes on a ring train; at node 0's round 50 the network splits into `islands` (a node's
+// island by id) for `cutMs`, then heals; every node must finish. Returns who rejoined.
+// With `staggerMs`, the heal is link by link: each pair across the cut is joined again at its own moment
+// within staggerMs after the cut ends, and frames and messages sent across it meanwhile wait for the link
+// (as TCP connections come back one by one and ZeroMQ sends what it queued); without, all links come back
+// at once and what was sent across the cut is lost.
+HealResult splitAndHeal(std::uint32_t n, const std::map<PeerId, int>& islands, std::uint64_t cutMs,
+                        std::uint64_t latencySeed = 0, std::uint64_t staggerMs = 0) {
+  Problem p(n, {.name = "lead", .bits = 2});
+  Cluster cl(p, "prox_lead", n, kSplitRounds);
+  Rng delays(latencySeed);
+  if (latencySeed) cl.latency = [&] { return 1 + delays.below(30); };  // 1-30 ms per membership message
+  cl.holdAcrossCut = staggerMs > 0;
+  for (PeerId id = 0; id < n; ++id) cl.start(id);
+  while (cl.nodes.at(0).engine->nextRound() < 50) {
+    cl.tick();
+    REQUIRE_MESSAGE(cl.now < 60000, "the cluster did not reach round 50");
+  }
+  cl.islands = islands;
+  const std::uint64_t healAt = cl.now + cutMs;
+  Rng stagger(latencySeed * 31 + 1);
+  for (const auto& [a, ia] : islands)
+    for (PeerId b = 0; b < n; ++b)
+      if (!islands.count(b) || islands.at(b) != ia)
+        cl.rejoinedAt[{std::min(a, b), std::max(a, b)}] = healAt + (staggerMs ? stagger.below(staggerMs) : 0);
+  while (cl.now < healAt + staggerMs) cl.tick();
+  cl.islands.clear();
+  cl.rejoinedAt.clear();
+  cl.runToEnd(300000);
+  HealResult r;
+  std::ostringstream s;
+  for (const auto& [id, node] : cl.nodes) {
+    r.rejoins[id] = node.rejoins;
+    r.transfers[id] = node.engine->stats().states_received;
+    s << "node " << id << " (island " << (islands.count(id) ? islands.at(id) : 0) << "): " << node.rejoins
+      << " rejoins, incarnation " << node.incarnation << ", " << nodeStateName(node.life->state()) << " at round "
+      << node.engine->nextRound() << (node.error.empty() ? "" : ", error: " + node.error) << "\n";
+    CHECK(node.error.empty());
+    CHECK(node.life->state() == NodeState::Done);
+    CHECK(node.engine->nextRound() == kSplitRounds);
+  }
+  CHECK(dualSum(cl).lpNorm<Eigen::Infinity>() < 1e-4);
+  s << "healed at " << healAt << " ms, all done at " << cl.now << " ms\n";
+  r.table = s.str();
+  return r;
+}
+
+}  // namespace
+
+// Issue 28: healing a one-node cut made every other node rejoin. docs/daemon.md, "Partitions and isolation".
+TEST_CASE("in-process: a node cut off and healed is the only one to rejoin") {
+  const HealResult r = splitAndHeal(5, {{2, 1}}, 5000);
+  INFO(r.table);
+  MESSAGE(r.table);
+  CHECK(r.rejoins.at(2) == 1);
+  for (const auto& [id, k] : r.rejoins)
+    if (id != 2) CHECK(k == 0);
+}
+
+// The larger side stays; the smaller one rejoins through it, as new incarnations.
+TEST_CASE("in-process: a 3/2 split healed - only the smaller side rejoins") {
+  const HealResult r = splitAndHeal(5, {{3, 1}, {4, 1}}, 5000);
+  INFO(r.table);
+  MESSAGE(r.table);
+  for (const auto& [id, k] : r.rejoins) CHECK(k == (id >= 3 ? 1u : 0u));
+}
+
+// Sides of equal size: the one holding the lowest node id stays.
+TEST_CASE("in-process: a 4/4 split healed - only the side without node 0 rejoins") {
+  const HealResult r = splitAndHeal(8, {{4, 1}, {5, 1}, {6, 1}, {7, 1}}, 5000);
+  INFO(r.table);
+  MESSAGE(r.table);
+  for (const auto& [id, k] : r.rejoins) CHECK(k == (id >= 4 ? 1u : 0u));
+}
+
+// The same 4/4 split with membership messages delayed 1-30 ms each (seeded) and cuts of 2-6 s.
+// (Cuts end well before either side finishes its rounds alone: a side that finished left.)
+// More seeds, or a heal link by link: GOSSIP_SPLIT_SEEDS=40 GOSSIP_SPLIT_STAGGER_MS=300.
+TEST_CASE("in-process: 4/4 splits under seeded message delays - only the side without node 0 rejoins") {
+  const char* seedsEnv = std::getenv("GOSSIP_SPLIT_SEEDS");
+  const char* staggerEnv = std::getenv("GOSSIP_SPLIT_STAGGER_MS");
+  const std::uint64_t seeds = seedsEnv && *seedsEnv ? std::stoull(seedsEnv) : 10;
+  const std::uint64_t slowest = staggerEnv && *staggerEnv ? std::stoull(staggerEnv) : 0;
+  for (const std::uint64_t staggerMs : {slowest}) {
+    std::ostringstream extra;
+    for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+      CAPTURE(staggerMs);
+      CAPTURE(seed);
+      Rng rng(seed);
+      const std::uint64_t cutMs = 2000 + rng.below(4000);
+      const HealResult r = splitAndHeal(8, {{4, 1}, {5, 1}, {6, 1}, {7, 1}}, cutMs, seed, staggerMs);
+      INFO(r.table);
+      for (const auto& [id, k] : r.rejoins) {
+        CHECK(k == (id >= 4 ? 1u : 0u));
+        if (id < 4 && k > 0) extra << " seed " << seed << ": node " << id;
+      }
+    }
+    MESSAGE("heal within ", staggerMs, " ms, ", seeds, " seeds: winning-side rejoins:",
+            extra.str().empty() ? std::string(" none") : extra.str());
+  }
 }
