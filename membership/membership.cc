@@ -373,6 +373,20 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
   }
   if (kind == kJoinReply) got_list_ = true;
   if (kind != kJoin) joined_ = true;
+  // A member we hold Dead in the life it speaks for has not heard of the verdict yet (the losing side of a
+  // healed partition, before it rejoins): what it says of third parties dates from before the heal. Its
+  // suspicions and deaths are not taken (its news of members alive still is). Taken, they spread: a node of
+  // the winning side that had rejoined took a loser's verdict on a winner whose link to it was not back yet,
+  // passed it on, and that winner, outnumbered by the accuser's table, rejoined too (in one of two 4/4 splits
+  // healed link by link: tests/unit/daemon/test_node_inprocess.cc; 5 of 8 rejoined in netns_split).
+  const auto senderIt = members_.find(from);
+  const bool fromDead = from != self_id_ && senderIt != members_.end() &&
+                        senderIt->second.info.incarnation == m.sender.incarnation &&
+                        senderIt->second.info.state == MemberState::Dead;
+  const auto staleVerdict = [&](const MemberInfo& rec) {
+    return fromDead && rec.id != self_id_ && rec.id != from &&
+           (rec.state == MemberState::Dead || rec.state == MemberState::Suspect);
+  };
   bool refuted = false;
   apply(m.sender, now, refuted);
   if (const auto sit = members_.find(from); from != self_id_ && sit != members_.end() &&
@@ -407,7 +421,7 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
     return contested && (kind == kJoinReply || (rec.state == MemberState::Dead && (rec.id == self_id_ || isLive(rec.id))));
   };
   for (const auto& rec : m.list)
-    if (!deferred(rec)) apply(rec, now, refuted);
+    if (!deferred(rec) && !staleVerdict(rec)) apply(rec, now, refuted);
   // The member that answered our Join holds these live: as fresh evidence as hearing them ourselves, for
   // the second-hand deaths in apply(). Without it, a node back from a healed partition took the stale
   // "dead" verdicts that the losing side's untold members still gossiped about the winners, and passed
@@ -432,7 +446,7 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
            (!live(cur.state) || (rec.state == MemberState::Suspect && cur.version > rec.version))))
         forced.push_back(rec.id);
     }
-    if (!deferred(rec)) apply(rec, now, refuted);
+    if (!deferred(rec) && !staleVerdict(rec)) apply(rec, now, refuted);
   }
 
   if (from == self_id_ || declared_dead_) return;  // a dead node stays silent until the daemon restarts it

@@ -636,15 +636,19 @@ TEST_CASE("in-process: a 4/4 split healed - only the side without node 0 rejoins
   for (const auto& [id, k] : r.rejoins) CHECK(k == (id >= 4 ? 1u : 0u));
 }
 
-// The same 4/4 split with membership messages delayed 1-30 ms each (seeded) and cuts of 2-6 s.
-// (Cuts end well before either side finishes its rounds alone: a side that finished left.)
-// More seeds, or a heal link by link: GOSSIP_SPLIT_SEEDS=40 GOSSIP_SPLIT_STAGGER_MS=300.
-TEST_CASE("in-process: 4/4 splits under seeded message delays - only the side without node 0 rejoins") {
+// The same 4/4 split with membership messages delayed 1-30 ms each (seeded) and cuts of 2-6 s, healed at
+// once or link by link within 0.3 s. On real processes in network namespaces, whose links come back one by
+// one, one to three nodes of the winning side also rejoined (docs/results.md §12); here, before a member
+// held dead stopped being believed about third parties (membership/membership.h), 15 winners rejoined in 40
+// such schedules. (Cuts end well before either side finishes its rounds alone: a side that finished left.)
+// More seeds or a slower heal: GOSSIP_SPLIT_SEEDS=40 GOSSIP_SPLIT_STAGGER_MS=3000 (docs/results.md §12 has
+// what a heal slower than the suspicion timeout still does).
+TEST_CASE("in-process: 4/4 splits under seeded message delays - healed at once or link by link - only the side without node 0 rejoins") {
   const char* seedsEnv = std::getenv("GOSSIP_SPLIT_SEEDS");
   const char* staggerEnv = std::getenv("GOSSIP_SPLIT_STAGGER_MS");
   const std::uint64_t seeds = seedsEnv && *seedsEnv ? std::stoull(seedsEnv) : 10;
-  const std::uint64_t slowest = staggerEnv && *staggerEnv ? std::stoull(staggerEnv) : 0;
-  for (const std::uint64_t staggerMs : {slowest}) {
+  const std::uint64_t slowest = staggerEnv && *staggerEnv ? std::stoull(staggerEnv) : 300;
+  for (const std::uint64_t staggerMs : {std::uint64_t{0}, slowest}) {
     std::ostringstream extra;
     for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
       CAPTURE(staggerMs);
