@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "compressors/compressor.h"
+#include "tests/support/logistic_problem.h"
 #include "core/rng.h"
 #include "core/serial.h"
 #include "core/error.h"
@@ -93,19 +94,7 @@ class CutTransport final : public engine::Transport {
   std::vector<Held> held_;
 };
 
-struct Problem {
-  training::Dataset data;
-  training::Partition partition;
-  std::unique_ptr<training::Model> model;
-  std::unique_ptr<compress::Compressor> comp;
-  Problem(std::uint32_t n, compress::CompressorSpec spec) {
-    auto [all, part] = training::concatNodes(training::makeSyntheticLogistic(static_cast<int>(n), 30, 10, 1.0, 5));
-    data = std::move(all);
-    partition = std::move(part);
-    model = training::makeModel({.kind = "logistic", .hidden = {}, .l1 = 0, .l2 = 0.01}, data.features(), data.classes);
-    comp = compress::makeCompressor(spec);
-  }
-};
+using Problem = test_support::LogisticProblem;
 
 struct Node {
   PeerId id = 0;
@@ -187,21 +176,11 @@ struct Cluster {
         },
         /*rng_seed=*/1000 + id + 100 * inc);
     n.view = std::make_unique<SteppedMembership>(*n.membership);
-    algo::AlgorithmParams ap;
-    ap.name = algorithm;
-    ap.gamma = algorithm == "choco" ? 0.5 : 1.0;
-    ap.eta = 0.8;
-    ap.incarnation = inc;
-    training::Vec x0 = training::Vec::Zero(static_cast<Eigen::Index>(p.model->dim()));
-    auto est = training::makeEstimator({.kind = "full"}, *p.model, p.data, p.partition[id], 1);
-    algo::NodeSchedule sched;
-    sched.lr = [](Round) { return 0.2; };
     topology::TopologyParams ring;
     ring.kind = topology::Kind::Ring;
     n.driver.reset();  // it refers to the engine being replaced
     n.engine = std::make_unique<engine::LinkedEngine>(
-        id, inc, std::make_unique<algo::Node>(id, algo::makeAlgorithm(ap, *p.comp, id, x0), std::move(est), sched),
-        *n.transport,
+        id, inc, p.makeNode(algorithm, id, inc), *n.transport,
         engine::LinkOptions{.topology = ring, .retransmit_ms = 200, .hello_timeout_ms = c.cluster.link_timeout_ms});
     n.driver = std::make_unique<engine::RoundDriver>(
         *n.engine, engine::RoundDriverOptions{.rounds = c.algorithm.rounds,
@@ -306,6 +285,15 @@ struct Cluster {
     }
   }
 
+  // Ticks until node `id` has begun round r; fails after `limitMs`.
+  void runToRound(PeerId id, Round r, std::uint64_t limitMs) {
+    const std::uint64_t end = now + limitMs;
+    while (nodes.at(id).engine->nextRound() < r) {
+      REQUIRE_MESSAGE(now < end, "node ", id, " did not reach round ", r, " within ", limitMs, " ms");
+      tick();
+    }
+  }
+
   // Ticks until every node has left (Finished or Stop) or threw; fails after `limitMs`.
   void runToEnd(std::uint64_t limitMs) {
     const std::uint64_t end = now + limitMs;
@@ -331,19 +319,9 @@ std::map<PeerId, training::Vec> syncModels(Problem& p, const std::string& algori
   std::map<PeerId, std::unique_ptr<engine::SyncEngine>> engines;
   engine::View view;
   for (PeerId id = 0; id < n; ++id) {
-    algo::AlgorithmParams ap;
-    ap.name = algorithm;
-    ap.gamma = algorithm == "choco" ? 0.5 : 1.0;
-    ap.eta = 0.8;
-    training::Vec x0 = training::Vec::Zero(static_cast<Eigen::Index>(p.model->dim()));
-    auto est = training::makeEstimator({.kind = "full"}, *p.model, p.data, p.partition[id], 1);
-    algo::NodeSchedule sched;
-    sched.lr = [](Round) { return 0.2; };
     net.attach(id);
     transports[id] = std::make_unique<engine::InprocTransport>(net, id);
-    engines[id] = std::make_unique<engine::SyncEngine>(
-        id, 0, std::make_unique<algo::Node>(id, algo::makeAlgorithm(ap, *p.comp, id, x0), std::move(est), sched),
-        *transports[id]);
+    engines[id] = std::make_unique<engine::SyncEngine>(id, 0, p.makeNode(algorithm, id, 0), *transports[id]);
     view.push_back({id, 0});
   }
   topology::TopologyParams ring;
@@ -397,10 +375,7 @@ TEST_CASE("in-process: a late joiner syncs the model and round from its neighbou
   Problem p(5, {.name = "lead", .bits = 2});
   Cluster cl(p, "prox_lead", 4, 2000);
   for (PeerId id = 0; id < 4; ++id) cl.start(id);
-  while (cl.nodes.at(0).engine->nextRound() < 100) {
-    cl.tick();
-    REQUIRE_MESSAGE(cl.now < 60000, "the first four nodes did not reach round 100");
-  }
+  cl.runToRound(0, 100, 60000);
   cl.start(4);  // id 4 >= cluster.nodes: a late starter (Lifecycle::lateStarter)
   bool synced = false;
   Round joinedAt = 0;
@@ -432,10 +407,7 @@ TEST_CASE("in-process: a crashed node is declared dead - the survivors drop its 
   Problem p(5, {.name = "lead", .bits = 2});
   Cluster cl(p, "prox_lead", 5, 3000);
   for (PeerId id = 0; id < 5; ++id) cl.start(id);
-  while (cl.nodes.at(0).engine->nextRound() < 50) {
-    cl.tick();
-    REQUIRE_MESSAGE(cl.now < 60000, "the cluster did not reach round 50");
-  }
+  cl.runToRound(0, 50, 60000);
   cl.crash(2);
   const std::uint64_t crashedAt = cl.now;
   const Round roundAtCrash = cl.nodes.at(0).engine->nextRound();
@@ -575,10 +547,7 @@ HealResult splitAndHeal(std::uint32_t n, const std::map<PeerId, int>& islands, s
   if (latencySeed) cl.latency = [&] { return 1 + delays.below(30); };  // 1-30 ms per membership message
   cl.holdAcrossCut = staggerMs > 0;
   for (PeerId id = 0; id < n; ++id) cl.start(id);
-  while (cl.nodes.at(0).engine->nextRound() < 50) {
-    cl.tick();
-    REQUIRE_MESSAGE(cl.now < 60000, "the cluster did not reach round 50");
-  }
+  cl.runToRound(0, 50, 60000);
   cl.islands = islands;
   const std::uint64_t healAt = cl.now + cutMs;
   Rng stagger(latencySeed * 31 + 1);

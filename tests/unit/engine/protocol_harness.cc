@@ -1,6 +1,7 @@
 // The fault-schedule harness (protocol_harness.h). One Harness object is one seed's run: it owns the
 // fake network, the nodes, the schedule and the invariant records. Everything is single-threaded and
 // iterates ordered containers, so a seed replays exactly.
+#include "tests/support/logistic_problem.h"
 #include "tests/support/precision.h"
 #include "protocol_harness.h"
 
@@ -49,18 +50,9 @@ struct NodeKey {
 };
 std::string str(NodeKey k) { return std::to_string(k.id) + "/" + std::to_string(k.inc); }
 
-struct Problem {
-  training::Dataset data;
-  training::Partition partition;
-  std::unique_ptr<training::Model> model;
-  std::unique_ptr<compress::Compressor> comp;
-  explicit Problem(std::uint32_t n) {
-    auto [all, part] = training::concatNodes(training::makeSyntheticLogistic(static_cast<int>(n), 30, 10, 1.0, 5));
-    data = std::move(all);
-    partition = std::move(part);
-    model = training::makeModel({.kind = "logistic", .hidden = {}, .l1 = 0, .l2 = 0.01}, data.features(), data.classes);
-    comp = compress::makeCompressor({.name = "lead", .bits = 2});
-  }
+// The problem of test_links.cc with the 2-bit LEAD codec.
+struct Problem : test_support::LogisticProblem {
+  explicit Problem(std::uint32_t n) : LogisticProblem(n, {.name = "lead", .bits = 2}) {}
 };
 
 enum class EventKind { Crash, Restart, Join, Cut, Heal };
@@ -464,7 +456,7 @@ void Harness::deliver() {
   for (const auto& k : ready) {
     auto& q = queues_.at(k);
     while (!q.empty() && q.front().at <= now_ && run_.uniform() < 0.8) {
-      inbox_.at(std::get<1>(k)).push_back({std::move(q.front().header), std::move(q.front().payload)});
+      inbox_.at(std::get<1>(k)).push_back({std::move(q.front().header), std::move(q.front().payload), {}});
       q.pop_front();
     }
   }

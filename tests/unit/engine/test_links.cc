@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/logistic_problem.h"
 #include "tests/support/precision.h"
 #include "compressors/compressor.h"
 #include "core/rng.h"
@@ -26,19 +27,7 @@ using namespace gossip::engine;
 
 namespace {
 
-struct Problem {
-  training::Dataset data;
-  training::Partition partition;
-  std::unique_ptr<training::Model> model;
-  std::unique_ptr<compress::Compressor> comp;
-  Problem(std::uint32_t n, compress::CompressorSpec spec) {
-    auto [all, part] = training::concatNodes(training::makeSyntheticLogistic(static_cast<int>(n), 30, 10, 1.0, 5));
-    data = std::move(all);
-    partition = std::move(part);
-    model = training::makeModel({.kind = "logistic", .hidden = {}, .l1 = 0, .l2 = 0.01}, data.features(), data.classes);
-    comp = compress::makeCompressor(spec);
-  }
-};
+using Problem = test_support::LogisticProblem;
 
 struct Net {
   Problem& p;
@@ -55,20 +44,10 @@ struct Net {
   Net(Problem& problem, std::string algo) : p(problem), algorithm(std::move(algo)) { topo.kind = topology::Kind::Ring; }
 
   std::unique_ptr<algo::Node> makeNode(PeerId id, Incarnation inc) {
-    algo::AlgorithmParams ap;
-    ap.name = algorithm;
-    ap.gamma = algorithm == "choco" ? 0.5 : 1.0;
-    ap.eta = 0.8;
-    ap.incarnation = inc;
-    training::Vec x0 = training::Vec::Zero(static_cast<Eigen::Index>(p.model->dim()));
-    auto a = algo::makeAlgorithm(ap, *p.comp, id, x0);
-    auto est = training::makeEstimator({.kind = "full"}, *p.model, p.data, p.partition[id], 1);
-    algo::NodeSchedule sched;
-    sched.lr = [](Round) { return 0.2; };
     net.attach(id);
     transports[id] = std::make_unique<InprocTransport>(net, id);
     incarnations[id] = inc;
-    return std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched);
+    return p.makeNode(algorithm, id, inc);
   }
   // A node of the daemon's protocol, stepped through its round driver.
   LinkedEngine& add(PeerId id, Incarnation inc) {
