@@ -2,29 +2,32 @@
 // node is what `gossipd run` wires (daemon/node/node_build.cc) minus sockets, files and threads - its
 // real peer::Membership (SWIM: joins, probes, suspicion, deaths), its LinkedEngine and RoundDriver with the
 // daemon's options, and its Lifecycle (joining, syncing, training, done). Membership messages go through a
-// queue of this test with a delay of 1 ms; engine frames through the in-process network. Everything runs
-// on the test's thread in a fixed order, so a run is a pure function of its inputs.
+// queue of this test (1 ms, or seeded delays); engine frames through the in-process network; network cuts
+// between islands drop or hold both. Everything runs on the test's thread in a fixed order, so a run is a
+// pure function of its inputs.
 //
 // What it checks, each against the daemon's documented behaviour (docs/daemon.md, "Life of a node"):
 //  - a cluster started together trains every round and computes the simulator's models bit for bit;
 //  - a late joiner fetches the model and round from its neighbours, then trains to the end with them;
 //  - a crash is detected by membership, the survivors drop its edges and finish, sum_i d_i stays 0;
-//  - a stop during the join leaves at once; unanswered seeds end the join after cluster.start_timeout_ms.
+//  - a stop during the join leaves at once; unanswered seeds end the join after cluster.start_timeout_ms;
+//  - under seeded faults (lost frames, a crash and a restart from a checkpoint, a late joiner) every node
+//    finishes with sum_i d_i = 0;
+//  - a healed partition makes exactly the losing side rejoin (docs/daemon.md, "Partitions and isolation").
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
 
-#include "compressors/compressor.h"
 #include "tests/support/logistic_problem.h"
+#include "compressors/compressor.h"
+#include "core/error.h"
 #include "core/rng.h"
 #include "core/serial.h"
-#include "core/error.h"
 #include "daemon/config/config.h"
 #include "daemon/log/log.h"
 #include "daemon/node/lifecycle.h"
