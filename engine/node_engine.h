@@ -146,7 +146,7 @@ class NodeEngine {
   void reject(const std::string& reason);
   const Member* member(PeerId id) const;
   void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
-  // Seals nothing: h's payload checksum is set. Numbers the frame on its link, counts its bytes and sends it;
+  // Numbers the frame on its link (the caller has sealed h's payload checksum), counts its bytes and sends it;
   // returns a copy of the encoded header when `keepHeader` (a frame kept for retransmission).
   Bytes sendFrame(PeerId to, FrameHeader h, SharedBytes payload, bool keepHeader = false);
   void sendState(const StateAsk& ask, Round round);  // the asked part of our model, continuing at `round`

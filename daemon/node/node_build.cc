@@ -271,12 +271,7 @@ void NodeRuntime::Impl::makeMembership() {
   identity = clusterIdentity(c, engine->node().algorithm().x().size(), trainer ? trainer->layoutIdentity() : "");
   if (!membership) checkClusterFile();  // once per process: the first life's identity is the directory's
   mo.identity = identity;
-  std::vector<std::string> seeds;
-  if (!rejoinVia.empty()) seeds.push_back(rejoinVia);  // tried first: Membership's join goes in order
-  for (const auto& s : c.cluster.seeds)
-    if (s != zmq->endpoint() && s != advertised && s != rejoinVia) seeds.push_back(s);  // may name this node
-  for (const auto& s : extraSeeds)
-    if (std::find(seeds.begin(), seeds.end(), s) == seeds.end()) seeds.push_back(s);
+  const auto seeds = joinSeeds(rejoinVia, c.cluster.seeds, {zmq->endpoint(), advertised}, extraSeeds);
   auto m = std::make_unique<peer::Membership>(
       self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { links->sendMembership(to, ep, std::move(payload)); },
       deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));

@@ -206,14 +206,9 @@ void NodeRuntime::Impl::rejoinAsNewIncarnation(std::uint64_t now) {
   incarnation += 1;
   links->setIncarnation(incarnation);
   statusGossip->setIncarnation(incarnation);
-  // Rejoin first through the member whose side outnumbered ours (peer::Membership::rejoinVia: a member of
-  // the side that rejoins would hand the new life its stale verdicts), then through everyone we knew, not
-  // only the configured seeds (the first node has none): alive members, and those we declared dead
-  // ourselves while our network was cut (they may be back).
+  // The new life's seeds (daemon/node/join_seeds.h): the accuser that won, then everyone we knew.
   rejoinVia = membership->rejoinVia();
-  extraSeeds.clear();
-  for (const auto& m : membership->members())
-    if (m.id != id && m.state != peer::MemberState::Left) extraSeeds.push_back(m.endpoint);
+  extraSeeds = knownEndpoints(membership->members(), id);
   // New connections to everyone (see PeerLinks::followMembers): ours may be stuck behind a cut link.
   links->forgetAll();
   driver.reset();  // it refers to the engine

@@ -37,6 +37,7 @@
 #include "daemon/node/checkpoint_store.h"
 #include "daemon/node/data_dir_lock.h"
 #include "daemon/node/evaluation.h"
+#include "daemon/node/join_seeds.h"
 #include "daemon/node/lifecycle.h"
 #include "daemon/node/membership_runner.h"
 #include "daemon/node/model_out.h"

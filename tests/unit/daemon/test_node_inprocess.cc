@@ -30,6 +30,7 @@
 #include "core/serial.h"
 #include "daemon/config/config.h"
 #include "daemon/log/log.h"
+#include "daemon/node/join_seeds.h"
 #include "daemon/node/lifecycle.h"
 #include "daemon/node/membership_view.h"
 #include "engine/round_driver.h"
@@ -197,7 +198,7 @@ struct Cluster {
     Node& n = nodes[id];
     n = Node{};
     n.id = id;
-    makeParts(n, inc, id != 0 ? c.cluster.seeds : std::vector<std::string>{});
+    makeParts(n, inc, joinSeeds("", c.cluster.seeds, {endpointOf(id)}, {}));  // node 0's seed is itself
     n.life = std::make_unique<Lifecycle>(c, id, logging::nullLogger("node"), stop,
                                          Lifecycle::Hooks{.afterRound = [](Round) {}, .finish = [](NodeState) {}});
     n.life->attach({n.engine.get(), n.driver.get(), n.view.get(), nullptr, inc});
@@ -210,21 +211,15 @@ struct Cluster {
   }
 
   // Declared dead while it ran on: a new life with its model, as NodeRuntime::Impl::rejoinAsNewIncarnation
-  // does it (the accuser whose side won first among the seeds, then the configured seeds, then every member
-  // it knew that did not leave).
+  // does it, with its seeds (daemon/node/join_seeds.h).
   void rejoin(Node& n) {
     Bytes saved;
     ByteWriter w(saved);
     n.engine->node().save(w);
     const Round next = n.engine->inRound() ? n.engine->mixingRound() : n.engine->nextRound();
-    std::vector<std::string> seeds;
-    const std::string via = n.membership->rejoinVia();
-    if (!via.empty()) seeds.push_back(via);
-    for (const auto& s : c.cluster.seeds)
-      if (s != endpointOf(n.id) && s != via) seeds.push_back(s);
-    for (const auto& m : n.membership->members())
-      if (m.id != n.id && m.state != peer::MemberState::Left) seeds.push_back(m.endpoint);
-    makeParts(n, n.incarnation + 1, std::move(seeds));
+    makeParts(n, n.incarnation + 1,
+              joinSeeds(n.membership->rejoinVia(), c.cluster.seeds, {endpointOf(n.id)},
+                        knownEndpoints(n.membership->members(), n.id)));
     ByteReader r(saved, "node state");
     n.engine->node().load(r);
     n.engine->dropAllEdges();
