@@ -25,6 +25,20 @@ void Lifecycle::rejoined(Round next, std::uint64_t now) {
   since_ = now;
 }
 
+LifeCarry LifeCarry::takeFrom(engine::LinkedEngine& old) {
+  LifeCarry carry;
+  ByteWriter w(carry.state);
+  old.node().save(w);
+  carry.next = old.inRound() ? old.mixingRound() : old.nextRound();
+  return carry;
+}
+
+void LifeCarry::putInto(engine::LinkedEngine& fresh) const {
+  ByteReader r(state, "node state");
+  fresh.node().load(r);
+  fresh.dropAllEdges();
+}
+
 bool Lifecycle::lateStarter() const { return resumed_ || p_.incarnation > 0 || id_ >= c_.cluster.nodes; }
 
 Lifecycle::Outcome Lifecycle::step(std::uint64_t now) {

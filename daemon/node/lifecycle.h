@@ -14,7 +14,8 @@
 // The lifecycle decides; the runtime owns and wires the parts (the engine and its round driver, the
 // membership runner, the trainer) and does the work it asks for through Hooks (evaluations and
 // checkpoints after a round, the last checkpoint). A rejoin rebuilds the engine, which is wiring: the
-// runtime does it and calls rejoined() here, then attach() with the new parts.
+// runtime takes the node's state out of the old engine (LifeCarry::takeFrom), builds the new one, puts the
+// state in (putInto) and calls rejoined() here, then attach() with the new parts.
 //
 // Threading: node thread only. The stop flag is an atomic set by the signal handler.
 #include <atomic>
@@ -46,6 +47,20 @@ struct RoundRecord {
   double gamma = std::numeric_limits<double>::quiet_NaN();  // CHOCO's consensus step after the last round (algorithms/choco.h)
   DriftWatch drift;  // warns once when this node's disagreement keeps growing (daemon/monitor/drift_watch.h)
   Histogram durations{std::vector<double>(std::begin(kRoundDurationBuckets), std::end(kRoundDurationBuckets))};
+};
+
+// What a node keeps from one life to the next after a death verdict: its algorithm's state as between
+// two rounds, and the round the new life continues at (the round being mixed, if one was begun: it is
+// abandoned with the old engine). The runtime and the in-process node test both rejoin through these, so
+// the test runs the daemon's steps rather than a copy of them.
+struct LifeCarry {
+  Bytes state;
+  Round next = 0;
+
+  static LifeCarry takeFrom(engine::LinkedEngine& old);
+  // Into the new life's engine, with no edges: the old life's neighbours drop theirs when they see the new
+  // incarnation (the same as a restart from a checkpoint).
+  void putInto(engine::LinkedEngine& fresh) const;
 };
 
 class Lifecycle {

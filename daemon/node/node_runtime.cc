@@ -196,12 +196,9 @@ void NodeRuntime::Impl::rejoinAsNewIncarnation(std::uint64_t now) {
   statusGossip->noteEvent(id, incarnation + 1, "rejoined", "this node was declared dead; rejoining as incarnation " + std::to_string(incarnation + 1));
   checkpointWriter->drain();  // the old life's checkpoints are on disk before the new life begins
   membership->stop();  // its SendFn reads `incarnation`; makeMembership starts it again with the new life
-  Bytes saved;
-  ByteWriter w(saved);
-  engine->node().save(w);
-  const Round next = engine->inRound() ? engine->mixingRound() : engine->nextRound();
+  const LifeCarry carry = LifeCarry::takeFrom(*engine);
   // A round the trainer waits for is abandoned with the engine: give it the model as it is.
-  if (bridge) bridge->finishRound(engine->node().algorithm().x(), next, false);
+  if (bridge) bridge->finishRound(engine->node().algorithm().x(), carry.next, false);
   writeTextAtomic(dir / "incarnation", std::to_string(incarnation + 1) + "\n");
   incarnation += 1;
   links->setIncarnation(incarnation);
@@ -216,12 +213,10 @@ void NodeRuntime::Impl::rejoinAsNewIncarnation(std::uint64_t now) {
   report.engineReplaced();
   links->resetEngineTransport();
   makeEngine();
-  ByteReader r(saved, "node state");
-  engine->node().load(r);
-  engine->dropAllEdges();
+  carry.putInto(*engine);
   makeMembership();
   membership->start();
-  life.rejoined(next, now);
+  life.rejoined(carry.next, now);
 }
 
 int NodeRuntime::Impl::run() {

@@ -211,20 +211,15 @@ struct Cluster {
   }
 
   // Declared dead while it ran on: a new life with its model, as NodeRuntime::Impl::rejoinAsNewIncarnation
-  // does it, with its seeds (daemon/node/join_seeds.h).
+  // does it: the state carried over (LifeCarry, lifecycle.h), the seeds of daemon/node/join_seeds.h.
   void rejoin(Node& n) {
-    Bytes saved;
-    ByteWriter w(saved);
-    n.engine->node().save(w);
-    const Round next = n.engine->inRound() ? n.engine->mixingRound() : n.engine->nextRound();
+    const LifeCarry carry = LifeCarry::takeFrom(*n.engine);
     makeParts(n, n.incarnation + 1,
               joinSeeds(n.membership->rejoinVia(), c.cluster.seeds, {endpointOf(n.id)},
                         knownEndpoints(n.membership->members(), n.id)));
-    ByteReader r(saved, "node state");
-    n.engine->node().load(r);
-    n.engine->dropAllEdges();
+    carry.putInto(*n.engine);
     n.life->attach({n.engine.get(), n.driver.get(), n.view.get(), nullptr, n.incarnation});
-    n.life->rejoined(next, now);
+    n.life->rejoined(carry.next, now);
     ++n.rejoins;
   }
 
