@@ -89,8 +89,8 @@ echo "info: detection $((first_dead - split_ms)) ms from the split to the first 
   "$((merged_ms - heal_ms)) ms after the heal, at round $merged_round"
 [ $((ROUNDS - merged_round)) -ge $SETTLE ] ||
   fail "merged at round $merged_round, fewer than $SETTLE of $ROUNDS rounds left to converge (raise ROUNDS)"
-rejoined=$(grep -l "rejoining as incarnation" "$WORK"/node-*/log | wc -l)
-echo "info: $rejoined of $N nodes rejoined as a new incarnation"
+rejoined=$(for ((i = 0; i < N; i++)); do grep -q "rejoining as incarnation" "$WORK/node-$i/log" && echo $i; done | xargs)
+echo "info: $(echo $rejoined | wc -w) of $N nodes rejoined as a new incarnation: ${rejoined:-none} (the right island is $RIGHT)"
 
 for ((i = 0; i < N; i++)); do wait_exit $i 600; done
 echo "ok: every node ran to round $ROUNDS and stopped cleanly"
