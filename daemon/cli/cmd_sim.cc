@@ -177,6 +177,7 @@ int sim(std::vector<std::string> argv) {
     ConsensusWatch watch;
     records = simulator.run([&](const sim::EvalRecord& r) {
       printProgress(r, total);
+      if (r.relative_consensus < kRoundOffConsensus) return;  // agreement to round-off: nothing to watch
       if (auto w = watch.observe(r.round, r.relative_consensus)) {
         std::fprintf(stderr, "warning: %s\n", w->c_str());
         warnings.push_back(std::move(*w));

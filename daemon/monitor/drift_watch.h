@@ -41,8 +41,9 @@ class DriftWatch {
     sum_ = 0;
     count_ = 0;
     // Below the floor the nodes agree to round-off: the ratio's rises there are noise (an exact method
-    // at its optimum warned of "drifting apart: 9.5e-33, up from 1.56e-33" in tests/netns/netns_split.sh).
-    // A real divergence starting there is seen once it crosses the floor.
+    // at its optimum warned of "drifting apart: 9.5e-33, up from 1.56e-33" in tests/netns/netns_split.sh
+    // with float64 state, and of "3.03e-15, up from 3.92e-16" with float32). A real divergence starting
+    // there is seen once it crosses the floor.
     auto w = relative >= kFloor ? watch_.observe(done, relative) : std::nullopt;
     if (!w) w = explosion(done, norm2);
     if (!w || !warning_.empty()) return std::nullopt;
@@ -53,8 +54,8 @@ class DriftWatch {
   // The warning once given (for status.json), empty before.
   const std::string& warning() const { return warning_; }
 
-  // d_i / ||x_i|| of 1e-12: four orders above float64's round-off of a mixing step, far below any drift.
-  static constexpr double kFloor = 1e-24;
+  // Agreement to the state's round-off (core/consensus_watch.h): below it nothing is watched.
+  static constexpr double kFloor = kRoundOffConsensus;
 
  private:
   // ||x||^2 at the end of the last 4 windows (oldest first) and how many windows in a row it rose.
