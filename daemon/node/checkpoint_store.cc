@@ -71,6 +71,7 @@ std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<
   }
   const auto files = list();
   std::string newestReason;
+  skipped_.clear();
   for (const auto& [round, f] : files) {
     try {
       const Bytes body = engine::readCheckpoint(f);
@@ -83,6 +84,7 @@ std::optional<Round> CheckpointStore::loadNewest(PeerId id, const std::function<
     } catch (const std::exception& e) {
       log_->warn("skipping checkpoint {}: {}", f.string(), e.what());
       if (newestReason.empty()) newestReason = f.filename().string() + ": " + e.what();
+      skipped_.push_back(f);
     }
   }
   if (files.empty()) return std::nullopt;
@@ -108,6 +110,20 @@ void CheckpointStore::commit(engine::CheckpointFile& file) const {
   file.commit();
   const auto all = list();
   for (std::size_t k = keep_; k < all.size(); ++k) fs::remove(all[k].second);
+}
+
+void CheckpointStore::setAsideSkipped() {
+  for (const auto& f : skipped_) {
+    auto to = f;
+    to += ".unusable";
+    std::error_code ec;
+    fs::rename(f, to, ec);
+    if (ec) throw IoError("checkpoint: cannot rename '" + f.string() + "' to '" + to.string() + "': " + ec.message());
+    log_->warn("moved {} aside to {}: this node cannot resume it, and rotation must not keep it in place of the "
+               "checkpoints that verify",
+               f.string(), to.filename().string());
+  }
+  skipped_.clear();
 }
 
 bool CheckpointStore::isCutShortWrite(std::string_view name) {

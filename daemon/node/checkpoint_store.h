@@ -72,6 +72,12 @@ class CheckpointStore {
   // restart with another algorithm, model or node.id lost them all), and `load` may have half-filled the
   // node's state before it refused. First removes the ckpt-R.gsc.tmp files of writes a crash cut short.
   std::optional<Round> loadNewest(PeerId id, const std::function<void(ByteReader&)>& load) const;
+  // After loadNewest accepted a file: the newer files it skipped (they did not verify, or are another node's
+  // or another configuration's) are renamed ckpt-<R>.gsc.unusable, with one line each. Nothing is deleted,
+  // and rotation, which counts only ckpt-<R>.gsc files, can no longer remove a checkpoint that verifies
+  // while it keeps one that does not (issue 28: a corrupt newest file was kept while the valid ones
+  // behind it were rotated away as the resumed run wrote its own). Node thread, before the writer starts.
+  void setAsideSkipped();
 
   // The head of a run-state body (tag, node id, the round it continues at), read from `r`: what
   // loadNewest checks before the node's state, and what `gossipd inspect` shows. DecodeError when the body
@@ -98,6 +104,8 @@ class CheckpointStore {
   std::filesystem::path dir_;
   std::size_t keep_;
   logging::Logger log_;
+  // The last loadNewest's files newer than the one it accepted (node thread only; loadNewest is const).
+  mutable std::vector<std::filesystem::path> skipped_;
   mutable std::mutex strayMutex_;          // guards strayLogged_ (list() may run on either thread)
   mutable std::set<std::string> strayLogged_;
 };

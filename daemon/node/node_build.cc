@@ -228,6 +228,7 @@ void NodeRuntime::Impl::loadNewestCheckpoint() {
                       std::to_string(*next) + ", algorithm.rounds = " + std::to_string(c.algorithm.rounds) +
                       "; the model is in model.npy); raise algorithm.rounds to train on, or start anew with --fresh "
                       "(the run is moved to previous/) or in an empty node.data_dir");
+  checkpoints.setAsideSkipped();  // a newer file it could not resume no longer outranks the ones that verify
   // The edges were with the previous life's neighbours, who drop theirs when they see our new
   // incarnation: keep the model, drop the edges (and with them the dual shares).
   engine->dropAllEdges();

@@ -179,6 +179,36 @@ TEST_CASE("loadNewest: the newest file that verifies and is this node's - the ot
   CHECK(store.list().size() == 5);  // nothing removed
 }
 
+TEST_CASE("files newer than the resumed checkpoint that it could not use are set aside - rotation keeps only ones that verify") {
+  TempDir d;
+  CapturedLog log;
+  CheckpointStore store(d.path / "checkpoints", 2, log.log);
+  std::uint64_t loaded = 0;
+  const auto load = [&](ByteReader& r) { loaded = r.get<std::uint64_t>(); };
+  store.write(10, body(1, 10, 100));
+  store.write(20, body(1, 20, 200));
+  store.write(30, body(2, 30, 300));  // another node's (copied in by hand, say)
+  std::ofstream(d.path / "checkpoints" / "ckpt-40.gsc", std::ios::binary) << "torn";  // does not verify
+  // (keep = 2 rotated ckpt-10 away when ckpt-30 was written; ckpt-40 came by hand.)
+  CHECK(store.loadNewest(1, load) == Round{20});
+  CHECK(loaded == 200);
+  store.setAsideSkipped();
+  CHECK(fs::exists(d.path / "checkpoints" / "ckpt-40.gsc.unusable"));
+  CHECK(fs::exists(d.path / "checkpoints" / "ckpt-30.gsc.unusable"));
+  CHECK(log.count("moved ") == 2);
+  CHECK(rounds(store) == std::vector<Round>{20});
+  // The resumed run writes on: rotation keeps its newest two, all of which verify, and the files set aside
+  // stay where they are. Before, ckpt-40 and ckpt-30 outranked the new files and ckpt-20 went first.
+  store.write(21, body(1, 21, 210));
+  store.write(22, body(1, 22, 220));
+  CHECK(rounds(store) == std::vector<Round>{22, 21});
+  CHECK(fs::exists(d.path / "checkpoints" / "ckpt-40.gsc.unusable"));
+  CHECK(store.loadNewest(1, load) == Round{22});
+  // Nothing skipped this time: nothing to move.
+  store.setAsideSkipped();
+  CHECK(log.count("moved ") == 2);
+}
+
 TEST_CASE("the writer on the inline executor: written at once - model files beside - status of what is on disk") {
   TempDir d;
   InlineBackground inline_;
