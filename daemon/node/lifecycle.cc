@@ -39,6 +39,20 @@ void LifeCarry::putInto(engine::LinkedEngine& fresh) const {
   fresh.dropAllEdges();
 }
 
+std::optional<Round> resumeFromNewest(CheckpointStore& store, engine::LinkedEngine& engine, PeerId id, Round rounds,
+                                      const std::filesystem::path& dataDir) {
+  const auto next = store.loadNewest(id, [&](ByteReader& r) { engine.node().load(r); });
+  if (!next) return std::nullopt;
+  if (*next >= rounds)
+    throw RefusedError("node.data_dir: the run in '" + dataDir.string() + "' is finished (its newest checkpoint is at round " +
+                       std::to_string(*next) + ", algorithm.rounds = " + std::to_string(rounds) +
+                       "; the model is in model.npy); raise algorithm.rounds to train on, or start anew with --fresh "
+                       "(the run is moved to previous/) or in an empty node.data_dir");
+  store.setAsideSkipped();  // a newer file it could not resume no longer outranks the ones that verify
+  engine.dropAllEdges();
+  return next;
+}
+
 bool Lifecycle::lateStarter() const { return resumed_ || p_.incarnation > 0 || id_ >= c_.cluster.nodes; }
 
 Lifecycle::Outcome Lifecycle::step(std::uint64_t now) {

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -33,6 +34,7 @@
 #include "daemon/monitor/drift_watch.h"
 #include "daemon/monitor/metrics.h"
 #include "daemon/monitor/node_state.h"
+#include "daemon/node/checkpoint_store.h"
 #include "daemon/node/membership_view.h"
 #include "daemon/node/trainer_input.h"
 #include "engine/linked_engine.h"
@@ -62,6 +64,17 @@ struct LifeCarry {
   // incarnation (the same as a restart from a checkpoint).
   void putInto(engine::LinkedEngine& fresh) const;
 };
+
+// A restart's start: the newest checkpoint in `store` that this node can load goes into `engine`
+// (CheckpointStore::loadNewest), the newer files it could not load are set aside (setAsideSkipped), and
+// the previous life's edges are dropped (its neighbours drop theirs when they see the new incarnation; the
+// dual shares go with them). Returns the round it continues at, none without checkpoints. A finished run
+// (newest checkpoint at `rounds` or beyond) is refused with RefusedError and left as it is: its nodes
+// would start at the last round, take a neighbour's model by state transfer and rewrite their final
+// models (issue 28: `gossipd cluster` run twice on one directory left nodes' model.npy byte-identical to
+// node 1's, with exit 0). The daemon (node_build.cc) and the in-process node test start this way.
+std::optional<Round> resumeFromNewest(CheckpointStore& store, engine::LinkedEngine& engine, PeerId id, Round rounds,
+                                      const std::filesystem::path& dataDir);
 
 class Lifecycle {
  public:

@@ -218,21 +218,7 @@ void NodeRuntime::Impl::makeEngine() {
 }
 
 void NodeRuntime::Impl::loadNewestCheckpoint() {
-  const auto next = checkpoints.loadNewest(id, [this](ByteReader& r) { engine->node().load(r); });
-  if (!next) return;
-  // A finished run is not resumed: its nodes would start at the last round, take a neighbour's model by
-  // state transfer and rewrite their final models and checkpoints (issue 28: `gossipd cluster` run twice
-  // on one directory left nodes' model.npy byte-identical to node 1's, with exit 0).
-  if (*next >= c.algorithm.rounds)
-    throw RefusedError("node.data_dir: the run in '" + dir.string() + "' is finished (its newest checkpoint is at round " +
-                      std::to_string(*next) + ", algorithm.rounds = " + std::to_string(c.algorithm.rounds) +
-                      "; the model is in model.npy); raise algorithm.rounds to train on, or start anew with --fresh "
-                      "(the run is moved to previous/) or in an empty node.data_dir");
-  checkpoints.setAsideSkipped();  // a newer file it could not resume no longer outranks the ones that verify
-  // The edges were with the previous life's neighbours, who drop theirs when they see our new
-  // incarnation: keep the model, drop the edges (and with them the dual shares).
-  engine->dropAllEdges();
-  life.resumeAt(*next);
+  if (const auto next = resumeFromNewest(checkpoints, *engine, id, c.algorithm.rounds, dir)) life.resumeAt(*next);
 }
 
 // The data directory belongs to the cluster that first ran in it (its identity, in the file `cluster`):

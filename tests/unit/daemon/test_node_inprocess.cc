@@ -1,7 +1,8 @@
 // Whole nodes in one process, stepped on one fake clock (issue 27, "the node is testable in-process"): each
-// node is what `gossipd run` wires (daemon/node/node_build.cc) minus sockets, files and threads - its
+// node is what `gossipd run` wires (daemon/node/node_build.cc) minus sockets and threads - its
 // real peer::Membership (SWIM: joins, probes, suspicion, deaths), its LinkedEngine and RoundDriver with the
-// daemon's options, and its Lifecycle (joining, syncing, training, done). Membership messages go through a
+// daemon's options, its Lifecycle (joining, syncing, training, done), and where a test asks for them its
+// checkpoint files through the daemon's store and writer on an inline executor. Membership messages go through a
 // queue of this test (1 ms, or seeded delays); engine frames through the in-process network; network cuts
 // between islands drop or hold both. Everything runs on the test's thread in a fixed order, so a run is a
 // pure function of its inputs.
@@ -13,15 +14,21 @@
 //  - a stop during the join leaves at once; unanswered seeds end the join after cluster.start_timeout_ms;
 //  - under seeded faults (lost frames, a crash and a restart from a checkpoint, a late joiner) every node
 //    finishes with sum_i d_i = 0;
+//  - a crashed node restarts from its newest checkpoint file as the daemon does (resumeFromNewest), a torn
+//    newer file set aside, and writes its last checkpoint at the end;
 //  - a healed partition makes exactly the losing side rejoin (docs/daemon.md, "Partitions and isolation").
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "tests/support/logistic_problem.h"
 #include "compressors/compressor.h"
@@ -30,6 +37,8 @@
 #include "core/serial.h"
 #include "daemon/config/config.h"
 #include "daemon/log/log.h"
+#include "daemon/node/background.h"
+#include "daemon/node/checkpoint_store.h"
 #include "daemon/node/join_seeds.h"
 #include "daemon/node/lifecycle.h"
 #include "daemon/node/membership_view.h"
@@ -114,6 +123,31 @@ struct Node {
   unsigned rejoins = 0;  // lives begun after a death verdict on this node
 };
 
+// A node's data directory and the daemon's checkpoint parts over it (checkpoint_store.h): the store, the
+// writer, and the background executor it runs on, here inline (background.h), so the test stays on one
+// thread. It outlives the node's crash, as a directory on disk does.
+struct NodeFiles {
+  std::filesystem::path dir;
+  Round every;  // node.checkpoint_every
+  CheckpointStore store;
+  InlineBackground background;
+  CheckpointWriter writer;
+  NodeFiles(std::filesystem::path d, Round checkpointEvery, std::function<std::uint64_t()> nowMs)
+      : dir(makeDir(std::move(d))),
+        every(checkpointEvery),
+        store(dir / "checkpoints", 3, logging::nullLogger("node")),
+        writer(store, dir, background, std::move(nowMs), logging::nullLogger("node")) {}
+  ~NodeFiles() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  static std::filesystem::path makeDir(std::filesystem::path d) {
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d / "checkpoints");
+    return d;
+  }
+};
+
 struct Cluster {
   Problem& p;
   std::string algorithm;
@@ -162,6 +196,32 @@ struct Cluster {
     Round next = 0;
   };
   std::map<PeerId, Checkpoint> checkpoints;
+  // Nodes that keep their checkpoints in files through the daemon's parts instead (useFiles).
+  std::map<PeerId, std::unique_ptr<NodeFiles>> files;
+
+  // Node `id` writes a checkpoint every `every` rounds and at its end, as the daemon does (NodeRuntime's
+  // afterRound and finish), into a data directory of its own; a restart (start with inc > 0) resumes from
+  // it through resumeFromNewest, as node_build.cc does.
+  NodeFiles& useFiles(PeerId id, Round every) {
+    static int serial = 0;
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("gossipd-inprocess-" + std::to_string(::getpid()) + "-" + std::to_string(serial++));
+    return *(files[id] = std::make_unique<NodeFiles>(dir, every, [this] { return now; }));
+  }
+  void checkpointToFiles(PeerId id, Round next) {
+    NodeFiles& f = *files.at(id);
+    engine::LinkedEngine& e = *nodes.at(id).engine;
+    const auto& x = e.node().algorithm().x();
+    f.writer.submit(streamCheckpoint(f.store, f.dir, id, next, [&](ByteWriter& w) { e.node().save(w); },
+                                     {x.data(), static_cast<std::size_t>(x.size())}, nlohmann::json{{"round", next}}));
+  }
+  Lifecycle::Hooks hooksFor(PeerId id) {
+    if (!files.count(id)) return {.afterRound = [](Round) {}, .finish = [](NodeState) {}};
+    return {.afterRound = [this, id](Round done) {
+              if (done % files.at(id)->every == 0) checkpointToFiles(id, done);
+            },
+            .finish = [this, id](NodeState) { checkpointToFiles(id, nodes.at(id).engine->nextRound()); }};
+  }
 
   // A node's parts for one life, as node_build.cc makes them (makeMembership, makeEngine): its membership
   // with `seeds`, its engine with the daemon's link options, its round driver with the daemon's policy.
@@ -199,14 +259,16 @@ struct Cluster {
     n = Node{};
     n.id = id;
     makeParts(n, inc, joinSeeds("", c.cluster.seeds, {endpointOf(id)}, {}));  // node 0's seed is itself
-    n.life = std::make_unique<Lifecycle>(c, id, logging::nullLogger("node"), stop,
-                                         Lifecycle::Hooks{.afterRound = [](Round) {}, .finish = [](NodeState) {}});
+    n.life = std::make_unique<Lifecycle>(c, id, logging::nullLogger("node"), stop, hooksFor(id));
     n.life->attach({n.engine.get(), n.driver.get(), n.view.get(), nullptr, inc});
     if (from) {
       ByteReader r(from->state, "checkpoint");
       n.engine->node().load(r);
       n.engine->dropAllEdges();
       n.life->resumeAt(from->next);
+    } else if (inc > 0 && files.count(id)) {
+      NodeFiles& f = *files.at(id);
+      if (const auto next = resumeFromNewest(f.store, *n.engine, id, c.algorithm.rounds, f.dir)) n.life->resumeAt(*next);
     }
   }
 
@@ -513,6 +575,49 @@ TEST_CASE("in-process: 30 seeded fault schedules over whole nodes - every node f
   MESSAGE(seeds, " schedules: ", seeds, " crashes and restarts (", kept, " kept their own checkpoint), ", joiners,
           " late joiners, ", transfers, " state transfers, ", deaths, " deaths declared, ", retransmitted,
           " frames retransmitted; largest |sum_i d_i| ", worst);
+}
+
+// The daemon's checkpoint files across a crash (issue 27: the node in-process with its checkpoint store and
+// executor; issue 28: rotation never keeps a file that does not verify in place of one that does). Node 2
+// writes a checkpoint every 10 rounds through the daemon's writer into a directory of its own; it crashes,
+// a torn file with a newer round appears beside its checkpoints, and it restarts as the daemon does
+// (resumeFromNewest): from its newest checkpoint that verifies, the torn file set aside, then syncs with the
+// others and trains to the end, where its last checkpoint is written.
+TEST_CASE("in-process: a crashed node restarts from its checkpoint files - a torn newer file is set aside") {
+  Problem p(6, {.name = "lead", .bits = 2});
+  Cluster cl(p, "prox_lead", 5, 1000);  // the others must still train when it is back (~5 ms a round)
+  NodeFiles& files = cl.useFiles(2, 10);
+  for (PeerId id = 0; id < 5; ++id) cl.start(id);
+  cl.runToRound(2, 95, 60000);
+  const auto before = files.store.list();
+  REQUIRE(!before.empty());
+  const Round newest = before.front().first;
+  CHECK(newest % 10 == 0);
+  CHECK(newest >= 90);
+  CHECK(before.size() == 3);  // keep_checkpoints = 3: rotation at work
+  cl.crash(2);
+  std::ofstream(files.dir / "checkpoints" / "ckpt-950.gsc", std::ios::binary) << "torn";
+  const std::uint64_t downUntil = cl.now + 500;  // the others declare it dead meanwhile
+  while (cl.now < downUntil) cl.tick();
+  cl.start(2, 1);
+  const Node& n = cl.nodes.at(2);
+  CHECK(n.life->resumed());
+  CHECK(n.life->resumeRound() == newest);
+  CHECK(std::filesystem::exists(files.dir / "checkpoints" / "ckpt-950.gsc.unusable"));
+  cl.runToEnd(200000);
+  for (const auto& [id, node] : cl.nodes) {
+    CAPTURE(id);
+    CHECK_MESSAGE(node.error.empty(), node.error);
+    CHECK(node.life->state() == NodeState::Done);
+    CHECK(node.engine->nextRound() == 1000);
+  }
+  CHECK(dualSum(cl).lpNorm<Eigen::Infinity>() < 1e-4);
+  const auto after = files.store.list();
+  REQUIRE(!after.empty());
+  CHECK(after.front().first == 1000);  // the last checkpoint, written at the end
+  CHECK(after.size() == 3);
+  CHECK(std::filesystem::exists(files.dir / "model.npy"));
+  CHECK(files.writer.written().round == 1000);
 }
 
 namespace {
