@@ -37,9 +37,12 @@ for case in "choco topk synthetic 0 false" "prox_lead lead synthetic 0 false" "c
   [ "$auto" = true ] && extra+=(--set data.test=$FMNIST/t10k-images-idx3-ubyte.gz --set monitor.eval_every=10
                                --set monitor.eval_test_max=500 --set sim.eval_every=20)
   [ "$data" = idx ] && extra+=("${idx[@]}")
-  # A model frame of several parts; a generous round timeout, so that no message of a stateless method is late
+  # A model frame of several parts; a generous round timeout (10x the default), so that no message of a
+  # stateless method is late. Not more: a stateless node stays one round timeout after its last round (its
+  # neighbours may still be mixing it, lifecycle.cc), so at 60 s every node of the D-PSGD case lingered a
+  # minute, and under load that case overran its 90 s wait below (all 8 nodes done, none gone yet).
   [ "$data" = large ] && extra+=(--set data.synthetic_dim=600000 --set data.synthetic_samples=4
-                                 --set algorithm.rounds=12 --set algorithm.round_timeout_ms=60000)
+                                 --set algorithm.rounds=12 --set algorithm.round_timeout_ms=20000)
   # lsgd with the global leader too: an election every 5 rounds (the ring's diameter is 4), its model relayed
   [ "$algo" = lsgd ] && extra+=(--set algorithm.leader_global_pull=0.5 --set algorithm.leader_global_period=5)
   # codistill's term is taken on minibatches (seeded per node: the daemons draw the simulator's batches)
