@@ -71,9 +71,21 @@ std::size_t getRecordCount(ByteReader& r, std::size_t n, std::size_t cap, const 
   return n;
 }
 
+// FNV-1a, 64 bits: the identity's fingerprint. It tells configurations apart that differ by accident; it is
+// not a defence against a forger (CurveZMQ is: docs/security.md).
+std::uint64_t fingerprintOf(const std::string& identity) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : identity) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 }  // namespace
 
 struct Membership::Message {
+  std::uint64_t fingerprint = 0;    // decoded messages only; encode sends ours
   MemberInfo sender;
   std::uint32_t seq = 0;
   PeerId target = 0;
@@ -88,7 +100,7 @@ struct Membership::Message {
 
 Membership::Membership(MemberInfo self, std::vector<std::string> seeds, MembershipOptions options, SendFn send,
                        std::uint64_t rng_seed)
-    : self_id_(self.id), opt_(options), send_(std::move(send)), rng_(rng_seed) {
+    : self_id_(self.id), opt_(options), fingerprint_(fingerprintOf(opt_.identity)), send_(std::move(send)), rng_(rng_seed) {
   GOSSIP_CHECK(self.id != kUnknownPeer, "the id ", self.id, " is reserved");
   GOSSIP_CHECK(!self.endpoint.empty() && self.endpoint.size() <= kMaxEndpoint, "endpoint of ",
                self.endpoint.size(), " bytes (1 to ", kMaxEndpoint, ")");
@@ -133,6 +145,7 @@ Bytes Membership::encode(std::uint8_t kind, const Message& body, std::span<const
   serial::putTag(w, kTag);
   w.put(kVersion);
   w.put(kind);
+  w.put(fingerprint_);
   putRecord(w, members_.at(self_id_).info);
   switch (kind) {
     case kJoinReply: {
@@ -212,6 +225,7 @@ Membership::Message Membership::decode(PeerId from, std::span<const std::byte> p
   kind = r.get<std::uint8_t>();
   if (kind < kJoin || kind > kRefuse) throw DecodeError("membership: unknown kind " + std::to_string(kind));
   Message m;
+  m.fingerprint = r.get<std::uint64_t>();
   m.sender = getRecord(r);
   if (m.sender.id != from)
     throw DecodeError("membership: sender record names " + std::to_string(m.sender.id) + ", frame came from " +
@@ -365,6 +379,17 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
       if (!declared_dead_) sendMsg(from, m.sender.endpoint, kRefuse, answer);
       return;
     }
+  }
+  // Another cluster's message (header comment, "Cluster identity"): dropped whole, answered with our
+  // identity so that its sender can say which keys differ.
+  if (kind != kJoin && kind != kRefuse && m.fingerprint != fingerprint_) {
+    ++stats_.foreign_messages;
+    if (refusals_.size() < 64) refusals_.push_back(Refusal{from, m.sender.endpoint, Refusal::Reason::Foreign, {}});
+    Message answer;
+    answer.reason = static_cast<std::uint8_t>(Refusal::Reason::Identity);
+    answer.text = opt_.identity;
+    if (!declared_dead_) sendMsg(from, m.sender.endpoint, kRefuse, answer);
+    return;
   }
   if (kind == kRefuse) {
     if (!refused_by_ && (!got_list_ || isolated()))

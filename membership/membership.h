@@ -70,7 +70,14 @@
 //    here; the daemon's is daemon/node/cluster_identity.h). A member whose own differs answers with a
 //    Refuse carrying its identity and takes nothing of the joiner into its table; both sides keep the
 //    pair for the daemon to report (takeRefusals, refusedBy). A Refuse counts only while we have no member
-//    list or are isolated, i.e. when a Join of ours can be what it answers.
+//    list or are isolated, i.e. when a Join of ours can be what it answers. Every other message carries the
+//    identity's 64-bit fingerprint (FNV-1a): one with another fingerprint is dropped whole, nothing of it
+//    applied (its sender record included), counted (stats().foreign_messages, a Foreign refusal for the
+//    daemon to report) and answered with a Refuse carrying our identity. Before, only a Join was compared:
+//    a node left running with its old configuration while the rest of its cluster restarted with a new one
+//    probed the new nodes at their old addresses, and each took it in from the sender record of a Ping
+//    (issue 28). Such a straggler gets no answer but Refuses, loses every member, knocks with a Join and is
+//    refused by name.
 //  - Owned ids: every record carries the member's `instance`, a random id of its data directory (0:
 //    unknown). A Join naming an id we hold live (or our own) with another non-zero instance is a second
 //    node claiming that id (another data directory): it is refused, and the member already there goes on.
@@ -94,9 +101,11 @@
 //    suspecting anyone and restarts its suspicion timers, since it could not have heard refutations.
 //    The caller should tick at least every probe_timeout / 2.
 //
-// Wire format (little-endian, version 2): every message is
-//     u32 tag "GSWM", u8 version, u8 kind, Record sender, body(kind), u16 n, Record[n] piggybacked updates
-// where Record = u32 id (not kUnknownPeer), u64 incarnation, u64 instance, u64 version, u8 state
+// Wire format (little-endian, version 3): every message is
+//     u32 tag "GSWM", u8 version, u8 kind, u64 fingerprint, Record sender, body(kind), u16 n,
+//     Record[n] piggybacked updates
+// where fingerprint = FNV-1a 64 of MembershipOptions::identity (checked on every kind but Join and Refuse),
+// and Record = u32 id (not kUnknownPeer), u64 incarnation, u64 instance, u64 version, u8 state
 // (MemberState), u16 length + endpoint bytes (1 to 256).
 // The sender record must name the frame's sender and be Alive or Left (Left in a Leave). Kinds and bodies:
 //     1 Join       u16 length + identity   ask the receiver for its member list (version 1: empty)
@@ -164,7 +173,9 @@ struct MembershipOptions {
 
 // A refused Join: who, why, and the detail the daemon reports.
 struct Refusal {
-  enum class Reason : std::uint8_t { Identity = 1, DuplicateId = 2 };
+  // Foreign is local only (never on the wire): messages of a node of another cluster that did not send a
+  // Join here (their fingerprint differs; detail empty).
+  enum class Reason : std::uint8_t { Identity = 1, DuplicateId = 2, Foreign = 3 };
   PeerId peer = 0;
   std::string endpoint;
   Reason reason = Reason::Identity;
@@ -194,6 +205,7 @@ struct MembershipStats {
   std::uint64_t verdicts_contested = 0;    // Dead verdicts on us answered with a Join to the accuser
   std::uint64_t verdicts_rejected = 0;     // ...where our camp was the larger side, so we stayed
   std::uint64_t deaths_doubted = 0;        // second-hand deaths of members we heard from, held as suspicions
+  std::uint64_t foreign_messages = 0;      // messages of another cluster's fingerprint, dropped (Cluster identity)
   bool operator==(const MembershipStats&) const = default;
 };
 
@@ -207,7 +219,8 @@ class Membership {
   static constexpr std::size_t kMaxMembers = 65536;
   static constexpr std::size_t kMaxPiggyback = 1024;  // accepted per message
   static constexpr std::size_t kMaxIdentity = 8192;
-  static constexpr std::uint8_t kWireVersion = 2;  // 2: Join carries the identity, records the instance, Refuse
+  // 2: Join carries the identity, records the instance, Refuse; 3: every message the identity's fingerprint.
+  static constexpr std::uint8_t kWireVersion = 3;
 
   Membership(MemberInfo self, std::vector<std::string> seeds, MembershipOptions options, SendFn send,
              std::uint64_t rng_seed);
@@ -298,6 +311,7 @@ class Membership {
   PeerId self_id_;
   std::vector<std::string> seeds_;
   MembershipOptions opt_;
+  std::uint64_t fingerprint_;  // of opt_.identity, in every message (Cluster identity)
   SendFn send_;
   Rng rng_;
   std::map<PeerId, Entry> members_;

@@ -69,7 +69,7 @@ struct NodeMetrics {
   std::uint64_t retransmitted = 0;
   std::uint64_t messages_missing = 0;
   std::map<std::string, std::uint64_t> rejected_by_reason;
-  std::map<std::string, std::uint64_t> joins_refused;  // Joins this node refused, by reason (identity, duplicate_id)
+  std::map<std::string, std::uint64_t> joins_refused;  // Joins this node refused, by reason (identity, duplicate_id, foreign)
   std::uint64_t suspicions = 0;
   std::uint64_t refutations = 0;
   std::uint64_t deaths = 0;

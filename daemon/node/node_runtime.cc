@@ -84,9 +84,13 @@ void NodeRuntime::Impl::onRefusals() {
   using Reason = peer::Refusal::Reason;
   auto r = membership->takeRefusals();
   for (const auto& x : r.refused) {
-    ++joinsRefused[x.reason == Reason::Identity ? "identity" : "duplicate_id"];
+    ++joinsRefused[x.reason == Reason::Identity ? "identity" : x.reason == Reason::Foreign ? "foreign" : "duplicate_id"];
     if (!refusalsLogged.emplace(x.peer, x.endpoint + x.detail).second) continue;  // once: it retries its Join
-    if (x.reason == Reason::Identity)
+    if (x.reason == Reason::Foreign)
+      memberLog->warn("refused the messages of node {} ({}): it runs with another cluster identity and is not a member "
+                      "here (left running with an earlier configuration?); it was sent this cluster's identity",
+                      x.peer, x.endpoint);
+    else if (x.reason == Reason::Identity)
       memberLog->warn("refused node {} ({}): it belongs to another cluster: {}", x.peer, x.endpoint,
                       describeIdentityDifference(identity, x.detail, "here", "there"));
     else

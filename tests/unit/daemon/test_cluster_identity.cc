@@ -19,7 +19,7 @@ TEST_CASE("cluster identity: the shared problem's keys are in it - node-local ke
   CHECK(id.find("algorithm.name=\"dpsgd\"\n") != std::string::npos);
   CHECK(id.find("compressor.name=") != std::string::npos);
   CHECK(id.find("model.dimension=7850\n") != std::string::npos);
-  CHECK(id.find("protocol.membership_version=2\n") != std::string::npos);
+  CHECK(id.find("protocol.membership_version=3\n") != std::string::npos);
   // Keys that legitimately differ between the members of one run change nothing.
   for (const char* set : {"node.id=3", "node.listen=tcp://127.0.0.1:7001", "node.data_dir=/x", "algorithm.lr=0.5",
                           "algorithm.rounds=99999", "cluster.probe_interval_ms=500", "monitor.eval_every=7",

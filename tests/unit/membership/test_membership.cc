@@ -466,6 +466,38 @@ TEST_CASE("membership: a Join with another cluster identity is refused - and not
   CHECK_FALSE(net.at(5).refusedBy().has_value());
 }
 
+// Issue 28: a node left running with its old configuration while the rest of its cluster restarted with a
+// new one kept probing the new nodes at their old addresses, and each took it in from the sender record of a
+// Ping (only a Join compared identities): its frames were then `bad_payload`, or its models of another
+// problem averaged in silence. Every message carries the identity's fingerprint; a message of another
+// cluster is dropped whole and answered with a Refuse, and the straggler, cut off from everyone, is refused
+// at its next Join with the keys named.
+TEST_CASE("membership: a node of another cluster that probes our members is never taken in - and learns it was refused") {
+  SimNet net(14);
+  net.options.identity = "cluster=old\n";
+  net.addCluster(3);
+  REQUIRE(net.runUntil([&] { return net.converged(iota(1, 3)); }, 10s) <= 10s);
+  net.options.identity = "cluster=new\n";
+  net.add(1, {}, 1);  // nodes 1 and 2 restarted with the new configuration, at their addresses
+  net.add(2, {endpointOf(1)}, 1);
+  REQUIRE(net.runUntil([&] { return net.converged({1, 2}); }, 10s) <= 10s);
+  net.run(5s);  // node 3 probes them, and gossips, all along
+  for (PeerId id : {1u, 2u}) {
+    CAPTURE(id);
+    CHECK_FALSE(net.infoAt(id, 3).has_value());
+    CHECK(net.at(id).alive().size() == 2);
+  }
+  CHECK(net.at(1).stats().foreign_messages + net.at(2).stats().foreign_messages > 0);
+  const auto refusals = net.at(1).takeRefusals();
+  REQUIRE_FALSE(refusals.empty());
+  CHECK(refusals.front().peer == 3);
+  CHECK(refusals.front().reason == Refusal::Reason::Foreign);
+  // Nobody answers node 3's probes: it loses the others, knocks with a Join, and that is refused by name.
+  CHECK(net.runUntil([&] { return net.at(3).refusedBy().has_value(); }, 20s) <= 20s);
+  CHECK(net.at(3).refusedBy()->reason == Refusal::Reason::Identity);
+  CHECK(net.at(3).refusedBy()->detail == "cluster=new\n");
+}
+
 TEST_CASE("membership: a second node with a live member's id is refused - the same instance restarted is not") {
   SimNet net(13);
   net.add(1, {}, 0, 101);
@@ -586,6 +618,7 @@ Bytes header(std::uint8_t kind, const MemberInfo& sender) {
   serial::putTag(w, serial::fourcc("GSWM"));
   w.put(Membership::kWireVersion);
   w.put(kind);
+  w.put(std::uint64_t{14695981039346656037ull});  // the fingerprint of the empty identity (FNV-1a's start)
   w.put(sender.id);
   w.put(sender.incarnation);
   w.put(sender.instance);
