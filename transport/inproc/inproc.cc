@@ -18,7 +18,7 @@ void InprocNetwork::deliver(PeerId from, PeerId to, Bytes header, SharedBytes pa
   }
   Mailbox& box = *it->second;
   std::lock_guard lock(box.mutex);
-  box.frames.push_back({std::move(header), std::move(payload)});
+  box.frames.push_back({.header = std::move(header), .payload = std::move(payload), .parts = {}});
 }
 
 bool InprocNetwork::take(PeerId id, RawFrame& out) {

@@ -82,7 +82,7 @@ void Inboxes::toMembership(const std::vector<zmq::message_t>& part) {
     payload->insert(payload->end(), b, b + part[k].size());
   }
   const std::size_t bytes = part[1].size() + payload->size();
-  engine::RawFrame f{Bytes(h, h + part[1].size()), std::move(payload)};
+  engine::RawFrame f{.header = Bytes(h, h + part[1].size()), .payload = std::move(payload), .parts = {}};
   framesReceived_.fetch_add(1, std::memory_order_relaxed);
   bytesReceived_.fetch_add(bytes, std::memory_order_relaxed);
   lock.lock();
