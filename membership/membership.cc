@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/serial.h"
 
 namespace gossip::peer {
@@ -71,17 +72,6 @@ std::size_t getRecordCount(ByteReader& r, std::size_t n, std::size_t cap, const 
   return n;
 }
 
-// FNV-1a, 64 bits: the identity's fingerprint. It tells configurations apart that differ by accident; it is
-// not a defence against a forger (CurveZMQ is: docs/security.md).
-std::uint64_t fingerprintOf(const std::string& identity) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const unsigned char c : identity) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 }  // namespace
 
 struct Membership::Message {
@@ -100,7 +90,7 @@ struct Membership::Message {
 
 Membership::Membership(MemberInfo self, std::vector<std::string> seeds, MembershipOptions options, SendFn send,
                        std::uint64_t rng_seed)
-    : self_id_(self.id), opt_(options), fingerprint_(fingerprintOf(opt_.identity)), send_(std::move(send)), rng_(rng_seed) {
+    : self_id_(self.id), opt_(options), fingerprint_(fnv1a64(opt_.identity)), send_(std::move(send)), rng_(rng_seed) {
   GOSSIP_CHECK(self.id != kUnknownPeer, "the id ", self.id, " is reserved");
   GOSSIP_CHECK(!self.endpoint.empty() && self.endpoint.size() <= kMaxEndpoint, "endpoint of ",
                self.endpoint.size(), " bytes (1 to ", kMaxEndpoint, ")");

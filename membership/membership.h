@@ -71,7 +71,7 @@
 //    Refuse carrying its identity and takes nothing of the joiner into its table; both sides keep the
 //    pair for the daemon to report (takeRefusals, refusedBy). A Refuse counts only while we have no member
 //    list or are isolated, i.e. when a Join of ours can be what it answers. Every other message carries the
-//    identity's 64-bit fingerprint (FNV-1a): one with another fingerprint is dropped whole, nothing of it
+//    identity's 64-bit fingerprint (core/fnv1a.h): one with another fingerprint is dropped whole, nothing of it
 //    applied (its sender record included), counted (stats().foreign_messages, a Foreign refusal for the
 //    daemon to report) and answered with a Refuse carrying our identity. Before, only a Join was compared:
 //    a node left running with its old configuration while the rest of its cluster restarted with a new one
@@ -104,7 +104,7 @@
 // Wire format (little-endian, version 3): every message is
 //     u32 tag "GSWM", u8 version, u8 kind, u64 fingerprint, Record sender, body(kind), u16 n,
 //     Record[n] piggybacked updates
-// where fingerprint = FNV-1a 64 of MembershipOptions::identity (checked on every kind but Join and Refuse),
+// where fingerprint = fnv1a64 (core/fnv1a.h) of MembershipOptions::identity (checked on every kind but Join and Refuse),
 // and Record = u32 id (not kUnknownPeer), u64 incarnation, u64 instance, u64 version, u8 state
 // (MemberState), u16 length + endpoint bytes (1 to 256).
 // The sender record must name the frame's sender and be Alive or Left (Left in a Leave). Kinds and bodies:

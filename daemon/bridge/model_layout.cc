@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/fnv1a.h"
+
 namespace gossip::daemon {
 namespace {
 using json = nlohmann::json;
@@ -63,15 +65,6 @@ std::optional<std::string> parseTensors(const json& list, std::uint64_t limit, s
     out.push_back(std::move(t));
   }
   return std::nullopt;
-}
-
-std::uint64_t fnv1a64(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/rng.h"
 #include "core/serial.h"
 #include "membership/membership.h"
@@ -618,7 +619,7 @@ Bytes header(std::uint8_t kind, const MemberInfo& sender) {
   serial::putTag(w, serial::fourcc("GSWM"));
   w.put(Membership::kWireVersion);
   w.put(kind);
-  w.put(std::uint64_t{14695981039346656037ull});  // the fingerprint of the empty identity (FNV-1a's start)
+  w.put(gossip::fnv1a64(""));  // the fingerprint of the empty identity
   w.put(sender.id);
   w.put(sender.incarnation);
   w.put(sender.instance);
