@@ -23,6 +23,7 @@ LAYERS = [
     ["compressors", "topology", "training"],
     ["algorithms"],
     ["engine"],
+    ["transport/peer"],     # the interface a daemon node's network implements (no sockets)
     # Side by side, so none may link another: SWIM is pure logic whose bytes the caller carries, and the
     # transport backends move frames without knowing what membership is.
     ["transport/inproc", "transport/zmq", "membership"],

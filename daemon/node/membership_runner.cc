@@ -9,8 +9,6 @@
 namespace gossip::daemon {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 std::int64_t wallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -18,10 +16,11 @@ std::int64_t wallMs() {
 
 }  // namespace
 
-MembershipRunner::MembershipRunner(std::unique_ptr<peer::Membership> membership, peer::ZmqTransport& transport,
-                                   Hooks hooks, std::chrono::milliseconds tick_every)
+MembershipRunner::MembershipRunner(std::unique_ptr<peer::Membership> membership, peer::PeerTransport& transport,
+                                   Hooks hooks, std::chrono::milliseconds tick_every, Now now)
     : transport_(transport),
       hooks_(std::move(hooks)),
+      now_(now ? std::move(now) : Now([] { return peer::MsClock::now(); })),
       tick_every_(std::max(tick_every, std::chrono::milliseconds(1))),
       membership_(std::move(membership)) {
   GOSSIP_CHECK(membership_ != nullptr, "MembershipRunner needs a Membership");
@@ -66,7 +65,7 @@ void MembershipRunner::step(std::chrono::milliseconds wait) {
   std::vector<peer::MemberInfo> table;
   {
     std::lock_guard lock(mutex_);
-    const auto now = Clock::now();
+    const auto now = now_();
     // A broken connection is a reason to probe the peer now: a suspicion, never a death.
     for (PeerId p : hints) membership_->hintUnreachable(p, now);
     membership_->tick(now);
@@ -86,7 +85,7 @@ void MembershipRunner::handle(const engine::RawFrame& f) {
       const auto h = engine::decodeFrameHeader(f.header);
       if (!f.payload) throw engine::FrameError("length_mismatch", "no payload");
       engine::checkPayload(h, *f.payload);
-      membership_->receive(h.sender, *f.payload, Clock::now());
+      membership_->receive(h.sender, *f.payload, now_());
     } catch (const engine::FrameError& e) {
       ++rejected_[e.reason];
     } catch (const DecodeError&) {
@@ -117,12 +116,12 @@ void MembershipRunner::takeEventsLocked(std::vector<peer::MembershipEvent>& fres
 
 void MembershipRunner::leave() {
   std::lock_guard lock(mutex_);
-  membership_->leave(Clock::now());
+  membership_->leave(now_());
 }
 
 void MembershipRunner::hintUnreachable(PeerId id) {
   std::lock_guard lock(mutex_);
-  membership_->hintUnreachable(id, Clock::now());
+  membership_->hintUnreachable(id, now_());
 }
 
 bool MembershipRunner::joined() const {

@@ -6,7 +6,7 @@
 //
 // Threads and ownership
 //  - The membership thread (start() to stop()) is the only reader of the transport's membership inbox
-//    (ZmqTransport::receiveMembership) and of its disconnect hints. It waits at most probe_timeout / 2 for a
+//    (PeerTransport::receiveMembership) and of its disconnect hints. It waits at most probe_timeout / 2 for a
 //    frame (Membership asks to be ticked that often), checks each frame's header and payload checksum, hands
 //    the payload to Membership::receive, turns disconnect hints into hintUnreachable, ticks, and queues the
 //    events it took for the node thread.
@@ -24,7 +24,8 @@
 //    a new incarnation) between stopping and starting the thread; the queued events and the rejection
 //    counts carry over. The thread's start and join order everything the node thread wrote before them
 //    (e.g. the incarnation the SendFn stamps on frames) with the thread's reads.
-//  - Time: the runner reads steady_clock itself, for every call, so the Membership sees one clock.
+//  - Time: the runner reads its clock (steady_clock, or the test's) for every call, so the Membership sees
+//    one clock.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -40,7 +41,7 @@
 #include "engine/transport.h"
 #include "daemon/node/membership_view.h"
 #include "membership/membership.h"
-#include "transport/zmq/zmq_transport.h"
+#include "transport/peer/peer_transport.h"
 
 namespace gossip::daemon {
 
@@ -57,9 +58,11 @@ class MembershipRunner final : public MembershipView {
     std::function<void(const std::vector<peer::MembershipEvent>&, const std::vector<peer::MemberInfo>&)> changed;
   };
 
-  // Does not start the thread. `tick_every` bounds the wait for a frame (at most probe_timeout / 2).
-  MembershipRunner(std::unique_ptr<peer::Membership> membership, peer::ZmqTransport& transport, Hooks hooks,
-                   std::chrono::milliseconds tick_every);
+  using Now = std::function<peer::MsClock::time_point()>;
+  // Does not start the thread. `tick_every` bounds the wait for a frame (at most probe_timeout / 2). `now`
+  // is the clock every call into the Membership reads (a test's fake one; default steady_clock).
+  MembershipRunner(std::unique_ptr<peer::Membership> membership, peer::PeerTransport& transport, Hooks hooks,
+                   std::chrono::milliseconds tick_every, Now now = nullptr);
   ~MembershipRunner();  // stops the thread
   MembershipRunner(const MembershipRunner&) = delete;
   MembershipRunner& operator=(const MembershipRunner&) = delete;
@@ -99,8 +102,9 @@ class MembershipRunner final : public MembershipView {
   void followLocked(const std::vector<peer::MembershipEvent>& fresh,
                     const std::vector<peer::MemberInfo>& table);  // mutex_ held: runs Hooks::changed
 
-  peer::ZmqTransport& transport_;
+  peer::PeerTransport& transport_;
   Hooks hooks_;
+  Now now_;
   std::chrono::milliseconds tick_every_;
   mutable std::mutex mutex_;
   std::unique_ptr<peer::Membership> membership_;  // guarded by mutex_

@@ -16,11 +16,11 @@
 #include "daemon/node/node_runtime_impl.h"
 #include "membership/membership.h"
 #include "sim/simulator.h"
+#include "transport/zmq/zmq_transport.h"
 #include "training/smoothness.h"
 
 namespace gossip::daemon {
 namespace fs = std::filesystem;
-using detail::msSince;
 using detail::writeTextAtomic;
 
 NodeRuntime::Impl::~Impl() {
@@ -36,18 +36,31 @@ const fs::path& NodeRuntime::Impl::createDataDir(const fs::path& dir) {
   return dir;
 }
 
-NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start)
-    : c(std::move(config)), id(c.node.id), dir(c.node.data_dir), loggers(std::move(logs)) {
+NodeEnvironment detail::completed(NodeEnvironment env) {
+  if (!env.transport)
+    env.transport = [](const Config& c) -> std::unique_ptr<peer::PeerTransport> {
+      peer::ZmqOptions zo;
+      zo.link_bytes_per_second = c.faults.link_mbit * 1e6 / 8;
+      if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, c.node.id));
+      return std::make_unique<peer::ZmqTransport>(c.node.id, c.node.listen, zo);
+    };
+  if (!env.now) env.now = [] { return std::chrono::steady_clock::now(); };
+  if (!env.background) env.background = [] { return std::make_unique<ThreadBackground>(); };
+  if (!env.stop) env.stop = &stopRequested();
+  return env;
+}
+
+NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start, NodeEnvironment environment)
+    : c(std::move(config)), env(detail::completed(std::move(environment))), id(c.node.id), dir(c.node.data_dir),
+      loggers(std::move(logs)) {
   if (start == StartMode::Fresh) moveRunAside();  // under the lock, before anything here is read
   // Cheap checks first: a data directory in use or unusable (createDataDir, dirLock) or a port in use fails
   // before the data is loaded.
-  peer::ZmqOptions zo;
-  zo.link_bytes_per_second = c.faults.link_mbit * 1e6 / 8;
-  if (c.security.enable) zo.curve = std::make_shared<const peer::CurveKeys>(peer::loadCurveKeys(c.security.keys_dir, id));
-  zmq = std::make_unique<peer::ZmqTransport>(id, c.node.listen, zo);
-  if (c.security.enable)
-    nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused", zo.curve->allowed.size());
-  advertised = advertisedEndpoint(c.node, zmq->endpoint());
+  net = env.transport(c);
+  if (c.security.enable)  // ZmqTransport's constructor ran the self-test (it throws if the key was let in)
+    nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused",
+                  peer::loadCurveKeys(c.security.keys_dir, id).allowed.size());
+  advertised = advertisedEndpoint(c.node, net->endpoint());
   // Published at once: a launcher starts the other nodes with this address while we load our data
   // (their joins are retried with backoff until our membership runs).
   writeTextAtomic(dir / "endpoint", advertised + "\n");
@@ -59,19 +72,19 @@ NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs, S
   }
   readIncarnation();
   if (c.trainer.enable) {
-    trainer = std::make_unique<TrainerInput>(c, id, incarnation, dir, *loggers, [this] { return msSince(t0); }, detail::stopRequested());
+    trainer = std::make_unique<TrainerInput>(c, id, incarnation, dir, *loggers, [this] { return nowMs(); }, *env.stop);
     bridge = &trainer->bridge();
     // Stopped before any trainer gave the first model: run() exits at once.
     if (!trainer->start(!checkpoints.empty())) return;
   } else {
     setupData();
   }
-  links = std::make_unique<PeerLinks>(id, incarnation, *zmq, memberLog);
+  links = std::make_unique<PeerLinks>(id, incarnation, *net, memberLog);
   statusGossip = std::make_unique<StatusGossip>(c, id, *links, http.get());
   statusGossip->setIncarnation(incarnation);
   makeEngine();
   loadNewestCheckpoint();
-  checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return msSince(t0); }, nodeLog);
+  checkpointWriter = std::make_unique<CheckpointWriter>(checkpoints, dir, *background, [this] { return nowMs(); }, nodeLog);
   if (trainer) {
     if (trainer->placeholder() && !life.resumed()) {  // no checkpoint could be read after all: take a trainer's model
       if (!trainer->waitForModel()) {
@@ -85,15 +98,15 @@ NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs, S
   }
   makeMembership();
   if (http) {
-    writeStatus(msSince(t0), true);  // the first pages, so that no request ever finds none
+    writeStatus(nowMs(), true);  // the first pages, so that no request ever finds none
     http->publish("/loglevel", "application/json", loggers->levelsJson() + "\n");
     http->onPut("/loglevel", [this](std::string_view query) { return putLogLevel(query); });
     http->start();
     publishDashboard(*http);
     writeTextAtomic(dir / "http_port", std::to_string(http->port()) + "\n");
   }
-  nodeLog->info("incarnation {} listening on {}{}{}{}", incarnation, zmq->endpoint(),
-                advertised != zmq->endpoint() ? " as " + advertised : "", http ? ", http " + http->url() : "",
+  nodeLog->info("incarnation {} listening on {}{}{}{}", incarnation, net->endpoint(),
+                advertised != net->endpoint() ? " as " + advertised : "", http ? ", http " + http->url() : "",
                 life.resumed() ? ", resumed at round " + std::to_string(life.resumeRound()) : "");
 }
 
@@ -258,15 +271,15 @@ void NodeRuntime::Impl::makeMembership() {
   identity = clusterIdentity(c, engine->node().algorithm().x().size(), trainer ? trainer->layoutIdentity() : "");
   if (!membership) checkClusterFile();  // once per process: the first life's identity is the directory's
   mo.identity = identity;
-  const auto seeds = joinSeeds(rejoinVia, c.cluster.seeds, {zmq->endpoint(), advertised}, extraSeeds);
+  const auto seeds = joinSeeds(rejoinVia, c.cluster.seeds, {net->endpoint(), advertised}, extraSeeds);
   auto m = std::make_unique<peer::Membership>(
       self, seeds, mo, [this](PeerId to, const std::string& ep, Bytes payload) { links->sendMembership(to, ep, std::move(payload)); },
       deriveSeed({c.cluster.seed, id, incarnation, 0x5713ull}));
   if (membership) return membership->restart(std::move(m));  // a rejoin: same runner, new life
   MembershipRunner::Hooks hooks;
-  hooks.frame = [this](const engine::RawFrame& f) { links->countReceived(f, msSince(t0)); };
+  hooks.frame = [this](const engine::RawFrame& f) { links->countReceived(f, nowMs()); };
   hooks.changed = [this](const auto& events, const auto& table) { links->followMembers(events, table); };
-  membership = std::make_unique<MembershipRunner>(std::move(m), *zmq, std::move(hooks), mo.probe_timeout / 2);
+  membership = std::make_unique<MembershipRunner>(std::move(m), *net, std::move(hooks), mo.probe_timeout / 2, env.now);
   statusGossip->attach(*membership);
   life.attach({engine.get(), driver.get(), membership.get(), trainer.get(), incarnation});
 }
@@ -276,10 +289,11 @@ logging::Options loggerOptions(const NodeConfig& node) {
           .node = node.id};
 }
 
-NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers, StartMode start) {
+NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers, StartMode start, NodeEnvironment env) {
   if (!loggers) loggers = std::make_shared<logging::Loggers>(loggerOptions(config.node));
-  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers), start);
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers), start, std::move(env));
 }
+const engine::LinkedEngine* NodeRuntime::engine() const { return impl_->engine.get(); }
 NodeRuntime::~NodeRuntime() = default;
 
 }  // namespace gossip::daemon

@@ -12,7 +12,6 @@
 #include "membership/membership.h"
 
 namespace gossip::daemon {
-using detail::msSince;
 using detail::writeTextAtomic;
 
 namespace {
@@ -60,9 +59,9 @@ void NodeRuntime::Impl::onMembership(std::uint64_t now) {
 // line names the likely cause too): such a failure is logged while nothing more specific was seen for that
 // address. A node that tried twice in its start timeout may give the other end no more than one event.
 void NodeRuntime::Impl::reportHandshakeFailures() {
-  const auto failures = zmq->takeHandshakeFailures();
+  const auto failures = net->takeHandshakeFailures();
   if (failures.empty()) return;
-  const auto now = Clock::now();
+  const auto now = env.now();
   for (const auto& f : failures) {
     auto& seen = handshakeLogged[(f.incoming ? "in " : "out ") + f.endpoint];
     const bool vague = f.kind == peer::HandshakeFailure::Kind::Vague;
@@ -165,7 +164,7 @@ void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
   const auto written = checkpointWriter->written();
   const NodeStatus s = collectStatus({.c = &c, .id = id, .incarnation = incarnation, .state = life.state(),
                                       .isolated = life.isolated(), .failure = failure, .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
-                                      .zmq = zmq.get(), .links = links.get(), .gossip = statusGossip.get(),
+                                      .transport = net.get(), .links = links.get(), .gossip = statusGossip.get(),
                                       .record = &life.record(), .report = &report, .bridge = bridge,
                                       .accuracy = accuracy, .accuracySamples = accuracySamples,
                                       .lastCheckpoint = written.round, .joinsRefused = &joinsRefused,
@@ -219,24 +218,57 @@ void NodeRuntime::Impl::rejoinAsNewIncarnation(std::uint64_t now) {
   makeEngine();
   carry.putInto(*engine);
   makeMembership();
-  membership->start();
+  startMembership();
   life.rejoined(carry.next, now);
 }
 
-int NodeRuntime::Impl::run() {
-  if (!engine) {
-    nodeLog->info("stopped before a trainer attached");
-    return 0;
-  }
-  membership->start();
+void NodeRuntime::Impl::startMembership() {
+  if (!env.stepped) membership->start();
+}
+
+// What run() and step() do with an error out of the loop.
+std::optional<int> NodeRuntime::Impl::guarded(const std::function<std::optional<int>()>& f) {
   try {
-    return loop();
+    return f();
   } catch (const IoError& e) {
     failOnDisk(e);
   } catch (const UnreachableError& e) {
     if (lastHandshakeFailure.empty()) throw;
     throw UnreachableError(std::string(e.what()) + "; " + lastHandshakeFailure);
   }
+}
+
+int NodeRuntime::Impl::run() {
+  GOSSIP_CHECK(!env.stepped, "NodeRuntime::run is for a node with threads; a stepped node is driven by step()");
+  if (!engine) {
+    nodeLog->info("stopped before a trainer attached");
+    return 0;
+  }
+  startMembership();
+  return *guarded([this]() -> std::optional<int> {
+    for (;;) {
+      if (const auto code = pass(nowMs())) return code;
+      if (!progressed) waitForFrames(std::chrono::milliseconds(leavingUntil ? 10 : 2));
+    }
+  });
+}
+
+std::optional<int> NodeRuntime::Impl::step() {
+  GOSSIP_CHECK(env.stepped, "NodeRuntime::step is for a node built with NodeEnvironment::stepped");
+  if (!engine) return 0;
+  return guarded([this] {
+    membership->step(std::chrono::milliseconds(0));
+    return pass(nowMs());
+  });
+}
+
+// Sleeps until the next thing to do could be there: the trainer's request when the next step is the
+// trainer's, otherwise a frame.
+void NodeRuntime::Impl::waitForFrames(std::chrono::milliseconds timeout) {
+  if (trainer && trainer->waiting() && !leavingUntil)
+    bridge->waitReadable(static_cast<int>(timeout.count()));
+  else
+    net->waitReadable(timeout);
 }
 
 // A write into node.data_dir failed (a full disk, a directory gone read-only): no checkpoint can be trusted
@@ -247,61 +279,67 @@ int NodeRuntime::Impl::run() {
 void NodeRuntime::Impl::failOnDisk(const IoError& e) {
   nodeLog->error("{}; leaving the cluster", e.what());
   failure = e.what();
-  announceLeave(msSince(t0));
-  writeStatus(msSince(t0), true);
+  announceLeave();
+  // 200 ms for the leave on the wire, taking frames meanwhile (a stepped node's network has it already).
+  for (const std::uint64_t until = nowMs() + 200; !env.stepped && nowMs() < until;) {
+    pumpIncoming(nowMs());
+    net->waitReadable(std::chrono::milliseconds(10));
+  }
+  writeStatus(nowMs(), true);
   const Round last = checkpointWriter->written().round;
   throw ConfigError(std::string(e.what()) + "; the node left the cluster. Free space (or fix the permissions) in node.data_dir '" +
                     dir.string() + "' and restart it" +
                     (last ? "; the newest checkpoint it wrote is for round " + std::to_string(last) : std::string()));
 }
 
-int NodeRuntime::Impl::loop() {
-  for (;;) {
-    const std::uint64_t now = msSince(t0);
-    pumpIncoming(now);
-    takeAccuracy(now);
-    checkpointWriter->rethrowFailure();  // a write on the background failed: the run ends with its error
-    onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
-    onRefusals();
-    if (membership->declaredDead() && !finished(life.state())) rejoinAsNewIncarnation(now);
-    switch (life.step(now)) {
-      case Lifecycle::Outcome::Continue: break;
-      case Lifecycle::Outcome::Stop: return stop(now, false);
-      case Lifecycle::Outcome::Finished: return stop(now, true);
-    }
-    writeStatus(now, false);
-    statusGossip->gossip(now);
-    report.progress(now, [&] {
-      return NodeReport::Progress{engine->nextRound(), life.record().loss, accuracy, membership->alive().size(),
-                                  engine->links().size(), bytesSent(), life.state(),
-                                  bridge ? std::optional(bridge->stateName(now)) : std::nullopt};
-    });
-    report.rejections(now, engine->stats());
-    if (!life.takeProgress()) {
-      if (trainer && trainer->waiting())
-        bridge->waitReadable(2);  // the next step is the trainer's: wake on its request
-      else
-        zmq->waitReadable(std::chrono::milliseconds(2));
-    }
+// One pass of the node thread's loop (node_runtime.h). Once the lifecycle has said stop, passes only take
+// frames until the leave's 200 ms are over, then end the stop.
+std::optional<int> NodeRuntime::Impl::pass(std::uint64_t now) {
+  progressed = false;
+  pumpIncoming(now);
+  if (leavingUntil) {
+    if (now < *leavingUntil) return std::nullopt;
+    return endStop();
   }
+  takeAccuracy(now);
+  checkpointWriter->rethrowFailure();  // a write on the background failed: the run ends with its error
+  onMembership(now);  // probes, acks and disconnect hints are the membership thread's (MembershipRunner)
+  onRefusals();
+  if (membership->declaredDead() && !finished(life.state())) rejoinAsNewIncarnation(now);
+  switch (life.step(now)) {
+    case Lifecycle::Outcome::Continue: break;
+    case Lifecycle::Outcome::Stop: beginStop(now, false); return std::nullopt;
+    case Lifecycle::Outcome::Finished: beginStop(now, true); return std::nullopt;
+  }
+  writeStatus(now, false);
+  statusGossip->gossip(now);
+  report.progress(now, [&] {
+    return NodeReport::Progress{engine->nextRound(), life.record().loss, accuracy, membership->alive().size(),
+                                engine->links().size(), bytesSent(), life.state(),
+                                bridge ? std::optional(bridge->stateName(now)) : std::nullopt};
+  });
+  report.rejections(now, engine->stats());
+  progressed = life.takeProgress();
+  return std::nullopt;
 }
 
-// Stopped, the leave announced, and 200 ms for it on the wire (the transport's linger flushes the rest).
-void NodeRuntime::Impl::announceLeave(std::uint64_t now) {
+// Stopped and the leave sent; the transport's linger flushes the rest.
+void NodeRuntime::Impl::announceLeave() {
   life.markStopped();
   membership->leave();
-  const std::uint64_t until = now + 200;
-  while (msSince(t0) < until) {
-    pumpIncoming(msSince(t0));
-    zmq->waitReadable(std::chrono::milliseconds(10));
-  }
 }
 
-int NodeRuntime::Impl::stop(std::uint64_t now, bool checkpointed) {
+// The last checkpoint (unless the lifecycle wrote it), Stopped, the leave announced; the passes of the
+// next 200 ms only take frames (the leave's time on the wire), then endStop.
+void NodeRuntime::Impl::beginStop(std::uint64_t now, bool checkpointed) {
   if (!checkpointed && life.state() == NodeState::Training && !engine->inRound()) checkpoint(engine->nextRound());
-  announceLeave(now);
+  announceLeave();
+  leavingUntil = now + 200;
+}
+
+int NodeRuntime::Impl::endStop() {
   checkpointWriter->drain();  // the last checkpoint and model files are on disk before we say so
-  writeStatus(msSince(t0), true);
+  writeStatus(nowMs(), true);
   nodeLog->info("{} at round {}, loss {:.4f}{}, sent {:.2f} MB", nodeStateName(life.state()), engine->nextRound(),
                 life.record().loss,
                 accuracy >= 0 ? ", accuracy " + std::to_string(100 * accuracy).substr(0, 5) + "%" +
@@ -310,5 +348,7 @@ int NodeRuntime::Impl::stop(std::uint64_t now, bool checkpointed) {
                 static_cast<double>(bytesSent()) / 1e6);
   return 0;
 }
+
+std::optional<int> NodeRuntime::step() { return impl_->step(); }
 
 }  // namespace gossip::daemon

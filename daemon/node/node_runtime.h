@@ -1,6 +1,7 @@
 #pragma once
 // NodeRuntime: one `gossipd run` process (DESIGN.md §1, §4, §5). It owns the node's data shard, its
-// LinkedEngine (the engine's daemon protocol), the ZeroMQ transport and the SWIM membership. The node thread runs the loop
+// LinkedEngine (the engine's daemon protocol), its transport (ZeroMQ in the daemon; NodeEnvironment says
+// what a test gives it instead) and the SWIM membership. The node thread runs the loop
 // (membership probes and acks have their own thread, checkpoint writes and periodic evaluations a
 // background worker: docs/daemon.md, "Threads"):
 //
@@ -34,12 +35,40 @@
 // Logging (daemon/log/log.h): lines go to the loggers "node" (lifecycle, rounds), "membership" (member
 // events), "bridge" and "http"; with an HTTP server on a loopback address, PUT /loglevel changes their
 // levels while the node runs (docs/daemon.md#logging).
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "daemon/config/config.h"
 #include "daemon/log/log.h"
 
+namespace gossip::engine {
+class LinkedEngine;
+}
+namespace gossip::peer {
+class PeerTransport;
+}
 namespace gossip::daemon {
+
+class Background;
+
+// What a node is built from besides its configuration: its network, its clock, the executor of its
+// checkpoint writes and evaluations, its stop flag, and whether it has threads of its own. Every member
+// left empty is the daemon's: a ZmqTransport on node.listen (CurveZMQ and faults.link_mbit from the
+// configuration), steady_clock, one worker thread, the stop signals' flag (installStopSignals), and a
+// membership thread. The in-process node test (tests/unit/daemon/test_node_runtime_stepped.cc) gives
+// several nodes one in-process network, one fake clock, inline executors and `stepped`, and drives them
+// all on its thread with step().
+struct NodeEnvironment {
+  std::function<std::unique_ptr<peer::PeerTransport>(const Config&)> transport;
+  std::function<std::chrono::steady_clock::time_point()> now;
+  std::function<std::unique_ptr<Background>()> background;
+  const std::atomic<bool>* stop = nullptr;
+  // No membership thread: step() runs its pass (receive, tick) on the caller's thread, then the node's.
+  bool stepped = false;
+};
 
 // How a node takes its data directory: Resume continues the run there (or starts one if there is none);
 // Fresh (`gossipd run --fresh`) first moves the run there aside, to node.data_dir/previous/<UTC time>/,
@@ -51,10 +80,16 @@ class NodeRuntime {
   // Builds everything and binds the listen address; ConfigError/DataError/IoError on bad input.
   // Without loggers, builds them from config.node (loggerOptions) writing to stdout.
   explicit NodeRuntime(Config config, std::shared_ptr<logging::Loggers> loggers = nullptr,
-                       StartMode start = StartMode::Resume);
-  ~NodeRuntime();
-  // Runs until the last round or SIGTERM/SIGINT; returns the process exit code.
+                       StartMode start = StartMode::Resume, NodeEnvironment env = {});
+  ~NodeRuntime();  // without a leave: to the others, a crash (checkpoint writes already begun are finished)
+  // Runs until the last round or SIGTERM/SIGINT; returns the process exit code. Not for a stepped node.
   int run();
+  // A node built with NodeEnvironment::stepped: one pass of the loop on the caller's thread (the
+  // membership's, then the node's), never waiting. The exit code once the node has stopped (the pass that
+  // ends the leave's 200 ms on the node's clock); errors as run() throws them.
+  std::optional<int> step();
+  // For tests: the engine of the node's current life (none if it stopped before a trainer attached).
+  const engine::LinkedEngine* engine() const;
 
  private:
   struct Impl;

@@ -16,8 +16,8 @@
 // Threads (docs/daemon.md, "Threads"). The node thread runs run(). Checkpoint writes and periodic
 // evaluations go to the background worker. The membership thread (MembershipRunner,
 // daemon/node/membership_runner.h) owns the peer::Membership and calls into PeerLinks (peer_links.h lists
-// the fields both threads touch and their guards); of the fields below it reads c, id, advertised, zmq
-// and t0, set before it starts and never written after. incarnation is written only in
+// the fields both threads touch and their guards); of the fields below it reads c, env, id, advertised,
+// net and t0, set before it starts and never written after. incarnation is written only in
 // rejoinAsNewIncarnation, with the membership thread stopped. The HTTP server's thread calls putLogLevel
 // (the loggers' levels are atomics). Everything else here is the node thread's. Lock order: the runner's
 // mutex, then PeerLinks' (one at a time), then the transport's own.
@@ -49,7 +49,7 @@
 #include "daemon/node/trainer_input.h"
 #include "engine/linked_engine.h"
 #include "engine/round_driver.h"
-#include "transport/zmq/zmq_transport.h"
+#include "transport/peer/peer_transport.h"
 
 namespace gossip::daemon {
 
@@ -57,9 +57,8 @@ namespace detail {
 using Clock = std::chrono::steady_clock;
 // Set by the SIGTERM/SIGINT handler (installStopSignals), read by the node thread.
 const std::atomic<bool>& stopRequested();
-inline std::uint64_t msSince(Clock::time_point t0) {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count());
-}
+// The daemon's defaults for what NodeEnvironment leaves empty (node_build.cc).
+NodeEnvironment completed(NodeEnvironment env);
 inline void writeTextAtomic(const std::filesystem::path& path, const std::string& text, bool durable = true) {
   writeFileAtomic(path, std::as_bytes(std::span(text)), durable);
 }
@@ -69,6 +68,7 @@ struct NodeRuntime::Impl {
   using Clock = detail::Clock;
   // Declared in the order they are built; members that others point to come first, so that they go last.
   Config c;
+  NodeEnvironment env;  // complete: every member set (detail::completed)
   PeerId id;
   std::filesystem::path dir;
   // Taken before anything in `dir` is read or written, released last (data_dir_lock.h).
@@ -78,7 +78,11 @@ struct NodeRuntime::Impl {
   std::shared_ptr<logging::Loggers> loggers;
   logging::Logger nodeLog = loggers->get("node");
   logging::Logger memberLog = loggers->get("membership");
-  Clock::time_point t0 = Clock::now();
+  Clock::time_point t0 = env.now();
+  // Milliseconds since the node was made, on its clock: the time every part of the node is given.
+  std::uint64_t nowMs() const {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(env.now() - t0).count());
+  }
   std::unique_ptr<SimProblem> problem;
   // The periodic evaluations use the first monitor.eval_test_max test rows (cheap, every eval_every
   // rounds); the last round's model is evaluated once on the whole test set, the number a user of this
@@ -90,11 +94,11 @@ struct NodeRuntime::Impl {
   std::size_t accuracySamples = 0;  // test rows behind `accuracy`
   // Checkpoint writes and periodic evaluations run here, off the rounds. Drained before the fields its
   // tasks read go (~Impl), before a rejoin, before the final evaluation and before the process ends.
-  std::unique_ptr<Background> background = std::make_unique<ThreadBackground>();
+  std::unique_ptr<Background> background = env.background();
   CheckpointStore checkpoints{dir / "checkpoints", c.node.keep_checkpoints, nodeLog};
   std::unique_ptr<CheckpointWriter> checkpointWriter;  // once the newest checkpoint was loaded
   std::unique_ptr<PeriodicEvaluation> evaluation;      // with monitor.eval_every and a test set
-  std::unique_ptr<peer::ZmqTransport> zmq;
+  std::unique_ptr<peer::PeerTransport> net;  // env.transport's: a ZmqTransport in the daemon
   std::string advertised;  // what peers connect to: node.advertise, or the bound endpoint (daemon/config/advertise.h)
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<PeerLinks> links;
@@ -111,14 +115,14 @@ struct NodeRuntime::Impl {
   std::set<std::pair<PeerId, std::string>> refusalsLogged;  // (node, its identity) refused and logged once
   std::map<std::string, std::uint64_t> joinsRefused;       // by reason, for /metrics
   NodeReport report{c, nodeLog, memberLog};
-  Lifecycle life{c, id, nodeLog, detail::stopRequested(),
+  Lifecycle life{c, id, nodeLog, *env.stop,
                  {.afterRound = [this](Round done) { afterRound(done); },
                   .finish = [this](NodeState end) { finish(end); }}};
   std::uint64_t nextStatus = 0;
 
   // ---- node_build.cc: the parts, in order ----
   static const std::filesystem::path& createDataDir(const std::filesystem::path& dir);
-  Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start);
+  Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start, NodeEnvironment environment);
   void moveRunAside();
   ~Impl();
   HttpServer::Answer putLogLevel(std::string_view query);
@@ -130,7 +134,14 @@ struct NodeRuntime::Impl {
 
   // ---- node_runtime.cc: the loop ----
   int run();
-  int stop(std::uint64_t now, bool checkpointed);
+  std::optional<int> step();                   // a stepped node's pass: the membership's, then pass()
+  std::optional<int> guarded(const std::function<std::optional<int>()>& f);  // run()'s and step()'s error handling
+  std::optional<int> pass(std::uint64_t now);  // one pass of the loop; the exit code once stopped
+  void startMembership();                      // its thread, unless the node is stepped
+  void beginStop(std::uint64_t now, bool checkpointed);  // the last checkpoint, Stopped, the leave announced
+  int endStop();                                          // after the leave's 200 ms: drained, status, last line
+  std::optional<std::uint64_t> leavingUntil;   // set by beginStop: frames are still taken until then
+  bool progressed = false;                     // the last pass did work (run() waits only after one that did none)
   void pumpIncoming(std::uint64_t now);
   void onMembership(std::uint64_t now);
   void onRefusals();
@@ -143,8 +154,8 @@ struct NodeRuntime::Impl {
   std::map<std::string, Logged> handshakeLogged;  // per direction and address
   std::string lastHandshakeFailure;               // the last one of our links logged: added to "no seed answered"
   void checkClusterFile();  // node.data_dir's `cluster` file against this configuration's identity
-  int loop();                                  // run()'s loop
-  void announceLeave(std::uint64_t now);       // stop() and failOnDisk(): Stopped, leave, 200 ms on the wire
+  void announceLeave();  // beginStop() and failOnDisk(): Stopped, the leave sent
+  void waitForFrames(std::chrono::milliseconds timeout);  // run()'s sleep: a trainer's request or a frame
   [[noreturn]] void failOnDisk(const IoError& e);  // logs the Joins we refused; throws RefusedError when a member refused ours
   void afterRound(Round done);
   void finish(NodeState end);

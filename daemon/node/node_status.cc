@@ -12,7 +12,7 @@
 #include "daemon/node/peer_links.h"
 #include "daemon/node/status_gossip.h"
 #include "engine/linked_engine.h"
-#include "transport/zmq/zmq_transport.h"
+#include "transport/peer/peer_transport.h"
 
 namespace gossip::daemon {
 namespace {
@@ -23,7 +23,7 @@ nlohmann::json finiteOrNull(double v) { return std::isfinite(v) ? nlohmann::json
 
 NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   const auto& st = in.engine->stats();
-  const auto z = in.zmq->stats();
+  const auto z = in.transport->stats();
   const auto& rec = *in.record;
   NodeStatus s;
   s.id = in.id;
@@ -33,7 +33,7 @@ NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   s.failure = in.failure;
   if (in.joinsRefused) s.joins_refused = *in.joinsRefused;
   s.endpoint = in.endpoint;
-  s.listen = in.zmq->endpoint();
+  s.listen = in.transport->endpoint();
   s.round = in.engine->nextRound();
   s.rounds = in.c->algorithm.rounds;
   s.loss = rec.loss;

@@ -24,7 +24,7 @@ namespace gossip::engine {
 class LinkedEngine;
 }
 namespace gossip::peer {
-class ZmqTransport;
+class PeerTransport;
 }
 namespace gossip::daemon {
 
@@ -98,7 +98,7 @@ struct StatusSources {
   std::string endpoint;
   const engine::LinkedEngine* engine = nullptr;
   const MembershipRunner* membership = nullptr;
-  const peer::ZmqTransport* zmq = nullptr;
+  const peer::PeerTransport* transport = nullptr;
   const PeerLinks* links = nullptr;
   const StatusGossip* gossip = nullptr;
   const RoundRecord* record = nullptr;

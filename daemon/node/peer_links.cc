@@ -23,7 +23,7 @@ class PeerLinks::EngineQueue final : public engine::Transport {
       ++links_.traffic_.modelFrames;  // node thread only
       links_.traffic_.modelPayloadBytes += payloadBytes;
     }
-    links_.zmq_.send(to, std::move(header), std::move(payload));
+    links_.net_.send(to, std::move(header), std::move(payload));
   }
   bool receive(engine::RawFrame& out) override {
     if (q_.empty()) return false;
@@ -49,9 +49,9 @@ class PeerLinks::EngineQueue final : public engine::Transport {
   std::uint64_t modelBytes_ = 0;
 };
 
-PeerLinks::PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog,
+PeerLinks::PeerLinks(PeerId self, Incarnation incarnation, peer::PeerTransport& net, logging::Logger memberLog,
                      std::uint64_t maxQueuedModelBytes)
-    : self_(self), incarnation_(incarnation), zmq_(zmq), memberLog_(std::move(memberLog)),
+    : self_(self), incarnation_(incarnation), net_(net), memberLog_(std::move(memberLog)),
       engineQueue_(std::make_unique<EngineQueue>(*this, maxQueuedModelBytes)),
       maxQueuedModelBytes_(maxQueuedModelBytes) {}
 
@@ -67,7 +67,7 @@ void PeerLinks::countSent(PeerId to, std::uint64_t bytes, bool unknown) {
 
 void PeerLinks::send(PeerId to, Bytes header, engine::SharedBytes payload) {
   countSent(to, header.size() + (payload ? payload->size() : 0));
-  zmq_.send(to, std::move(header), std::move(payload));
+  net_.send(to, std::move(header), std::move(payload));
 }
 
 void PeerLinks::sendMembership(PeerId to, const std::string& endpoint, Bytes payload) {
@@ -77,7 +77,7 @@ void PeerLinks::sendMembership(PeerId to, const std::string& endpoint, Bytes pay
     auto it = seedIds_.find(endpoint);
     if (it == seedIds_.end()) {
       it = seedIds_.emplace(endpoint, kSeedIdBase + static_cast<PeerId>(seedIds_.size())).first;
-      zmq_.addPeer(it->second, endpoint);
+      net_.addPeer(it->second, endpoint);
     }
     dest = it->second;
   } else {
@@ -93,7 +93,7 @@ void PeerLinks::sendMembership(PeerId to, const std::string& endpoint, Bytes pay
   const std::uint64_t bytes = header.size() + payload.size();
   membershipBytes_ += bytes;
   countSent(to, bytes, to == peer::Membership::kUnknownPeer);
-  zmq_.send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
+  net_.send(dest, std::move(header), std::make_shared<const Bytes>(std::move(payload)));
 }
 
 // Fresh connections for a member that died, left or came back as a new incarnation: a TCP connection that
@@ -112,12 +112,12 @@ void PeerLinks::followMembers(const std::vector<peer::MembershipEvent>& events, 
 
 void PeerLinks::forgetPeer(PeerId peer) {
   std::lock_guard lock(directoryMutex_);
-  if (endpoints_.erase(peer)) zmq_.removePeer(peer);
+  if (endpoints_.erase(peer)) net_.removePeer(peer);
 }
 
 void PeerLinks::forgetAll() {
   std::lock_guard lock(directoryMutex_);
-  for (const auto& [peer, endpoint] : endpoints_) zmq_.removePeer(peer);
+  for (const auto& [peer, endpoint] : endpoints_) net_.removePeer(peer);
   endpoints_.clear();
 }
 
@@ -127,7 +127,7 @@ void PeerLinks::ensurePeer(PeerId peer, const std::string& endpoint) {
   auto it = endpoints_.find(peer);
   if (it != endpoints_.end() && it->second == endpoint) return;
   try {
-    zmq_.addPeer(peer, endpoint);
+    net_.addPeer(peer, endpoint);
     endpoints_[peer] = endpoint;
   } catch (const IoError& e) {
     memberLog_->warn("cannot connect to member {} at '{}': {}", peer, endpoint, e.what());
@@ -159,7 +159,7 @@ void PeerLinks::countReceived(const engine::RawFrame& f, std::uint64_t now) {
 
 void PeerLinks::pump(std::uint64_t now, const std::function<void(const engine::RawFrame&, std::uint64_t)>& onStatus) {
   engine::RawFrame f;
-  while (zmq_.receive(f)) {
+  while (net_.receive(f)) {
     countReceived(f, now);
     if (engine::peekIsKind(f.header, engine::FrameKind::Status)) {
       onStatus(f, now);

@@ -14,7 +14,7 @@
 //   traffic_ (byPeer, unknown,        trafficMutex_ (traffic() copies them under it)
 //             lastHeardMs)
 //   membershipBytes_                  an atomic
-//   self_, zmq_                       set before the membership thread starts, never written after
+//   self_, net_                       set before the membership thread starts, never written after
 //   incarnation_                      written only by setIncarnation, with the membership thread stopped
 // Node thread only: modelFrames_/modelPayloadBytes_ (EngineTransport::send) and the engine's queue.
 // Lock order: the runner's mutex (it calls sendMembership with it held), then directoryMutex_ or
@@ -34,7 +34,7 @@
 #include "daemon/log/log.h"
 #include "engine/transport.h"
 #include "membership/membership.h"
-#include "transport/zmq/zmq_transport.h"
+#include "transport/peer/peer_transport.h"
 
 namespace gossip::daemon {
 
@@ -47,7 +47,7 @@ class PeerLinks {
   // maxQueuedModelBytes: the model frames the engine's queue holds before pump drops them (a test sets
   // it low; the daemon keeps the transport inbox's own bound).
   static constexpr std::uint64_t kMaxQueuedModelBytes = std::uint64_t{1} << 30;
-  PeerLinks(PeerId self, Incarnation incarnation, peer::ZmqTransport& zmq, logging::Logger memberLog,
+  PeerLinks(PeerId self, Incarnation incarnation, peer::PeerTransport& net, logging::Logger memberLog,
             std::uint64_t maxQueuedModelBytes = kMaxQueuedModelBytes);
   ~PeerLinks();
   PeerLinks(const PeerLinks&) = delete;
@@ -99,7 +99,7 @@ class PeerLinks {
 
   const PeerId self_;
   Incarnation incarnation_;
-  peer::ZmqTransport& zmq_;
+  peer::PeerTransport& net_;
   logging::Logger memberLog_;
 
   mutable std::mutex directoryMutex_;

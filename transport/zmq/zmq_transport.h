@@ -1,5 +1,5 @@
 #pragma once
-// ZmqTransport: the engine's Transport over ZeroMQ/TCP (DESIGN.md §3, §6). Like every transport it never
+// ZmqTransport: the daemon's PeerTransport (transport/peer/peer_transport.h) over ZeroMQ/TCP (DESIGN.md §3, §6). Like every transport it never
 // interprets a frame: it moves [header, payload] pairs and counts bytes. This header is what its users see;
 // how it works is in the other files of transport/zmq/, one job each:
 //   multipart.h    a frame as a multipart message: the header, then the payload in 1 MiB parts (zero copy)
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "engine/transport.h"
+#include "transport/peer/peer_transport.h"
 #include "transport/zmq/curve_keys.h"
 
 namespace gossip::peer {
@@ -71,41 +72,7 @@ struct ZmqOptions {
   std::size_t link_burst_bytes = 256 * 1024;
 };
 
-struct ZmqStats {
-  std::uint64_t frames_sent = 0;        // handed to libzmq (not necessarily delivered)
-  std::uint64_t bytes_sent = 0;         // header + payload bytes of those frames
-  std::uint64_t frames_received = 0;
-  std::uint64_t bytes_received = 0;
-  std::uint64_t malformed_dropped = 0;  // incoming messages with a wrong number of parts
-  std::uint64_t send_dropped = 0;       // unknown peer, queue overflow, or still queued when a peer was removed
-  std::uint64_t disconnects = 0;        // control connections that broke (each one a probe hint)
-  std::uint64_t unlisted_key = 0;       // CurveZMQ: connections refused because their key is not listed
-  std::uint64_t wrong_key_for_sender = 0;  // CurveZMQ: frames naming another sender than their key's id
-  std::uint64_t inbox_dropped = 0;      // frames read while the inbox was full, dropped
-  std::uint64_t membership_inbox_dropped = 0;  // membership frames read while their inbox was full, dropped
-};
-
-// A ZMTP handshake that failed (issue 28: CurveZMQ on at one end and off at the other never got as far as
-// a refusal, and nothing said why): on one of our links (`incoming` false; `endpoint` is the peer's) or on
-// a connection to our listening socket (`incoming` true). `code` is the monitor event's value (a
-// ZMQ_PROTOCOL_ERROR_* for a protocol failure, the ZAP status for an auth failure).
-struct HandshakeFailure {
-  enum class Kind {
-    Vague,      // closed during the handshake, no detail (often beside a specific failure)
-    Mechanism,  // the two ends use different security mechanisms: CurveZMQ at one end only
-    Protocol,   // another ZMTP protocol error
-    Auth,       // the other end refused our key
-  };
-  std::string endpoint;
-  bool incoming = false;
-  Kind kind = Kind::Vague;
-  std::uint32_t code = 0;
-  // One line for the log, with the likely cause: e.g. a security mechanism mismatch names security.enable
-  // as set here and as probably set at the other end.
-  std::string describe(bool curveHere) const;
-};
-
-class ZmqTransport final : public engine::Transport {
+class ZmqTransport final : public PeerTransport {
  public:
   // Binds `listen` (e.g. "tcp://127.0.0.1:0" for an ephemeral port); throws IoError if it cannot.
   ZmqTransport(PeerId self, const std::string& listen, ZmqOptions options = {});
@@ -116,29 +83,29 @@ class ZmqTransport final : public engine::Transport {
 
   PeerId id() const { return self_; }
   // The bound address with the real port, e.g. "tcp://127.0.0.1:41234".
-  const std::string& endpoint() const { return endpoint_; }
+  const std::string& endpoint() const override { return endpoint_; }
 
   // Sets (or replaces) where frames for `peer` go. Throws IoError on an invalid endpoint.
-  void addPeer(PeerId peer, const std::string& endpoint);
+  void addPeer(PeerId peer, const std::string& endpoint) override;
   // Forgets `peer`: its connections close at once and frames still queued for it are dropped.
-  void removePeer(PeerId peer);
+  void removePeer(PeerId peer) override;
   // Peers whose control connection broke (TCP reset or close, or TCP keepalive timeout) since the last call, each
   // once. A hint for the failure detector to probe at once, never a verdict: libzmq reconnects by itself.
-  std::vector<PeerId> takeDisconnects();
+  std::vector<PeerId> takeDisconnects() override;
   // Handshakes that failed since the last call, on our links and at our listening socket (any thread).
   // Many per peer: libzmq retries the connection every reconnect interval; the caller rate-limits its lines.
-  std::vector<HandshakeFailure> takeHandshakeFailures();
+  std::vector<HandshakeFailure> takeHandshakeFailures() override;
 
   void send(PeerId to, Bytes header, engine::SharedBytes payload) override;
   bool receive(engine::RawFrame& out) override;
   // Blocks until a frame is waiting (true) or the timeout passes (false). Does not take the frame.
-  bool waitReadable(std::chrono::milliseconds timeout);
+  bool waitReadable(std::chrono::milliseconds timeout) override;
   // The membership inbox ("Two inboxes" above): one consumer thread, which may differ from receive()'s.
   // These two never throw on a failed transport: the node thread's next receive or waitReadable does.
-  bool receiveMembership(engine::RawFrame& out);
-  bool waitMembership(std::chrono::milliseconds timeout);
+  bool receiveMembership(engine::RawFrame& out) override;
+  bool waitMembership(std::chrono::milliseconds timeout) override;
 
-  ZmqStats stats() const;
+  TransportStats stats() const override;
 
  private:
   struct Impl;
