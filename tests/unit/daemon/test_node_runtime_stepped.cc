@@ -285,38 +285,54 @@ TEST_CASE("stepped NodeRuntimes asked to stop leave cleanly - a checkpoint at th
 }
 
 // Seeded fault schedules over whole NodeRuntimes (the engine-level harness runs 200 with an oracle
-// membership, test_node_inprocess.cc 30 over the node's parts): per seed, 5 Prox-LEAD nodes, 5% of model
-// frames lost, one node crashed at a random round and restarted 0.2-1.5 s later on its data directory, and in
-// half the seeds a late joiner. After every step: no node has failed, none has gone back a round within one
+// membership, test_node_inprocess.cc 30 over the node's parts): per seed, 5-8 Prox-LEAD nodes, 0-6% of model
+// frames lost, one node crashed at a random round and restarted 0.2-1.5 s later on its data directory, in
+// half the seeds a late joiner, and in half another node cut off from all the others for 1.5-3 s (declared
+// dead, it rejoins as a new incarnation through the runtime's own rejoin). After every step: no node has failed, none has gone back a round within one
 // process, and every edge's dual shares cancel where both ends applied the same rounds (edgeDualMismatch).
 // At the end every node finished every round and exited 0, and each data directory's newest checkpoint is
 // of the last round. (sum_i d_i over the final states is not checked: a node that is done applies no more
 // view changes, so when a late restart changes the ring in the last rounds a neighbour that is still
 // training closes an edge whose other end keeps its share; no one mixes with those states again.)
-// More seeds: GOSSIP_STEPPED_SEEDS=100 build/release/tests/test_node_runtime_stepped -tc='*fault schedules*'
+// Other seed counts: GOSSIP_STEPPED_SEEDS=1000 build/release/tests/test_node_runtime_stepped -tc='*fault schedules*'
 TEST_CASE("stepped NodeRuntimes under seeded fault schedules - every node finishes - e_ij = -e_ji on every edge") {
   const char* env = std::getenv("GOSSIP_STEPPED_SEEDS");
-  const std::uint64_t seeds = env && *env ? std::stoull(env) : 10;
-  std::uint64_t joiners = 0, lost = 0, pairs = 0;
+  const std::uint64_t seeds = env && *env ? std::stoull(env) : 200;
+  std::uint64_t joiners = 0, cuts = 0, rejoins = 0, lost = 0, pairs = 0;
   double worst = 0;
   for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
     CAPTURE(seed);
     Rng rng(seed);
     constexpr Round kRounds = 1500;  // ~3 s of the clock: the victim is back while the others train
-    SteppedCluster cl(clusterConfig("prox_lead", 5, kRounds));
-    Rng drops(seed * 7919);
-    cl.net.setDrop([&](PeerId, PeerId) { return drops.uniform() < 0.05; });
-    for (PeerId id = 0; id < 5; ++id) cl.start(id);
-    const PeerId victim = 1 + static_cast<PeerId>(rng.below(4));
+    const auto n = static_cast<std::uint32_t>(5 + rng.below(4));
+    Config c = clusterConfig("prox_lead", n, kRounds);
+    c.node.checkpoint_every = 100;  // fewer files: the restarts still resume from one
+    c.monitor.status_every_ms = 1000;
+    SteppedCluster cl(c);
+    for (PeerId id = 0; id < n; ++id) cl.start(id);
+    const PeerId victim = 1 + static_cast<PeerId>(rng.below(n - 1));
     const Round crashAt = 20 + rng.below(200);
     const std::uint64_t downMs = 200 + rng.below(1300);
     const bool join = rng.uniform() < 0.5;
     const Round joinAt = 20 + rng.below(200);
-    INFO("victim ", victim, " crashed at node 0's round ", crashAt, " for ", downMs, " ms; joiner: ",
-         join ? "at round " + std::to_string(joinAt) : std::string("none"));
+    // A node cut off from all others long enough to be declared dead (it rejoins as a new incarnation).
+    const bool cut = rng.uniform() < 0.5;
+    PeerId isolated = 1 + static_cast<PeerId>(rng.below(n - 1));
+    if (isolated == victim) isolated = isolated % (n - 1) + 1;
+    const Round cutAt = 100 + rng.below(300);
+    const std::uint64_t cutMs = 1500 + rng.below(1500);
+    const double dropRate = 0.02 * static_cast<double>(rng.below(4));  // 0-6% of model frames lost
+    Rng drops(seed * 7919);
+    cl.net.setDrop([&](PeerId, PeerId) { return drops.uniform() < dropRate; });
+    std::uint64_t cutFrom = 0;
+    bool cutting = false, healed = false;
+    cl.net.setCut([&](PeerId a, PeerId b) { return cutting && (a == isolated) != (b == isolated); });
+    INFO(n, " nodes, ", 100 * dropRate, "% of model frames lost; victim ", victim, " crashed at node 0's round ",
+         crashAt, " for ", downMs, " ms; joiner: ", join ? "at round " + std::to_string(joinAt) : std::string("none"),
+         "; cut: ", cut ? "node " + std::to_string(isolated) + " at round " + std::to_string(cutAt) + " for " + std::to_string(cutMs) + " ms" : std::string("none"));
     std::uint64_t crashedAt = 0;
     bool crashed = false, restarted = false, joined = false;
-    std::map<PeerId, Round> seen;  // each process's last round
+    std::map<PeerId, std::pair<Incarnation, Round>> seen;  // each process's life and its last round
     while (cl.clockMs < 300000) {
       const Round r0 = cl.engineOf(0).nextRound();
       if (!crashed && r0 >= crashAt) {
@@ -330,19 +346,32 @@ TEST_CASE("stepped NodeRuntimes under seeded fault schedules - every node finish
         restarted = true;
       }
       if (join && !joined && r0 >= joinAt) {
-        cl.start(5);  // id 5 >= cluster.nodes: a late starter
+        cl.start(n);  // id n >= cluster.nodes: a late starter
         joined = true;
       }
-      if (restarted && (!join || joined) && !cl.anyRunning()) break;
+      if (cut && !cutting && !healed && r0 >= cutAt) {
+        cutting = true;
+        cutFrom = cl.clockMs;
+      }
+      if (cutting && cl.clockMs >= cutFrom + cutMs) {
+        cutting = false;
+        healed = true;
+      }
+      if (restarted && (!join || joined) && (!cut || healed) && !cl.anyRunning()) break;
       cl.tick();
       const double m = edgeDualMismatch(cl, pairs);
       worst = std::max(worst, m);
       REQUIRE_MESSAGE(m < 1e-4, "|e_ij + e_ji| = ", m, " at ", cl.clockMs, " ms");
       for (const auto& [id, p] : cl.procs) {
         REQUIRE_MESSAGE(p.error.empty(), "node ", id, " failed: ", p.error, "\n", cl.logOf(id));
-        const Round r = cl.engineOf(id).nextRound();
-        REQUIRE_MESSAGE(r >= seen[id], "node ", id, " went back from round ", seen[id], " to ", r);
-        seen[id] = r;
+        const auto& e = cl.engineOf(id);
+        // Within a life no round is undone (a new life's engine starts at 0 until it has synced; Lifecycle
+        // keeps the round it resumes at).
+        auto& [inc, r] = seen[id];
+        if (e.incarnation() != inc) r = 0;
+        REQUIRE_MESSAGE(e.nextRound() >= r, "node ", id, " went back from round ", r, " to ", e.nextRound());
+        inc = e.incarnation();
+        r = e.nextRound();
       }
     }
     REQUIRE_MESSAGE(!cl.anyRunning(), "nodes still running at ", cl.clockMs, " ms:\n", cl.describe());
@@ -355,10 +384,16 @@ TEST_CASE("stepped NodeRuntimes under seeded fault schedules - every node finish
       REQUIRE(!files.empty());
       CHECK(files.front().first == kRounds);
     }
+    if (cut) {
+      // Declared dead while cut off, it went on as a new life (rejoinAsNewIncarnation) and finished.
+      CHECK(cl.engineOf(isolated).incarnation() >= 1);
+      rejoins += cl.engineOf(isolated).incarnation() >= 1;
+    }
     joiners += join;
+    cuts += cut;
     lost += cl.net.lost();
   }
-  MESSAGE(seeds, " schedules over whole NodeRuntimes: ", seeds, " crashes and restarts from files, ", joiners,
-          " late joiners, ", lost, " model frames lost; e_ij = -e_ji checked on ",
-          pairs, " edge states, largest |e_ij + e_ji| ", worst);
+  MESSAGE(seeds, " schedules over whole NodeRuntimes of 5-8 nodes: ", seeds, " crashes and restarts from files, ",
+          joiners, " late joiners, ", cuts, " nodes cut off (", rejoins, " rejoined as a new incarnation), ", lost,
+          " frames lost; e_ij = -e_ji checked on ", pairs, " edge states, largest |e_ij + e_ji| ", worst);
 }
