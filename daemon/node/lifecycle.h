@@ -18,6 +18,7 @@
 // state in (putInto) and calls rejoined() here, then attach() with the new parts.
 //
 // Threading: node thread only. The stop flag is an atomic set by the signal handler.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -121,6 +122,14 @@ class Lifecycle {
   bool isolated() const { return isolated_; }
   bool resumed() const { return resumed_; }
   Round resumeRound() const { return resumeRound_; }
+  // The node's round as the outside sees it (status.json, /metrics, progress lines, the trainer's g.round).
+  // While a resumed or rejoined node joins or syncs, its engine is new and says 0 until the state transfer;
+  // its round is then the one it resumes at (a status that read 0 there went 200 -> 0 -> 399).
+  Round round() const {
+    const Round engine = p_.engine ? p_.engine->nextRound() : 0;
+    const bool waiting = state_ == NodeState::Joining || state_ == NodeState::Syncing;
+    return waiting && resumed_ ? std::max(engine, resumeRound_) : engine;
+  }
   const RoundRecord& record() const { return record_; }
   // Whether a round began or ended since the last call: the loop then goes round again at once instead of
   // sleeping (sleeping there cost up to the poll period, 2 ms, per round).

@@ -294,6 +294,7 @@ NodeRuntime::NodeRuntime(Config config, std::shared_ptr<logging::Loggers> logger
   impl_ = std::make_unique<Impl>(std::move(config), std::move(loggers), start, std::move(env));
 }
 const engine::LinkedEngine* NodeRuntime::engine() const { return impl_->engine.get(); }
+std::uint64_t NodeRuntime::round() const { return impl_->life.round(); }
 NodeRuntime::~NodeRuntime() = default;
 
 }  // namespace gossip::daemon

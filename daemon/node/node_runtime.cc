@@ -147,9 +147,7 @@ void NodeRuntime::Impl::takeAccuracy(std::uint64_t now) {
   if (!bridge) return;
   // Until its first round a resumed node's engine says round 0; its round is the checkpoint's (a trainer
   // re-attaching then was told 0, and an LR schedule on g.round jumped: 518 -> 0 -> 696).
-  const bool waiting = life.state() == NodeState::Joining || life.state() == NodeState::Syncing;
-  const Round next = waiting && life.resumed() ? std::max(engine->nextRound(), life.resumeRound()) : engine->nextRound();
-  bridge->poll(now, &engine->node().algorithm().x(), next);
+  bridge->poll(now, &engine->node().algorithm().x(), life.round());
   if (std::isfinite(bridge->reportedAccuracy())) {
     accuracy = bridge->reportedAccuracy();
     accuracySamples = 0;  // the trainer's own test set, of a size it does not report
@@ -162,7 +160,7 @@ void NodeRuntime::Impl::writeStatus(std::uint64_t now, bool force) {
   nextStatus = now + c.monitor.status_every_ms;
   statusGossip->noteViewGraph(engine->viewGraph());
   const auto written = checkpointWriter->written();
-  const NodeStatus s = collectStatus({.c = &c, .id = id, .incarnation = incarnation, .state = life.state(),
+  const NodeStatus s = collectStatus({.c = &c, .id = id, .incarnation = incarnation, .state = life.state(), .round = life.round(),
                                       .isolated = life.isolated(), .failure = failure, .endpoint = advertised, .engine = engine.get(), .membership = membership.get(),
                                       .transport = net.get(), .links = links.get(), .gossip = statusGossip.get(),
                                       .record = &life.record(), .report = &report, .bridge = bridge,
@@ -314,7 +312,7 @@ std::optional<int> NodeRuntime::Impl::pass(std::uint64_t now) {
   writeStatus(now, false);
   statusGossip->gossip(now);
   report.progress(now, [&] {
-    return NodeReport::Progress{engine->nextRound(), life.record().loss, accuracy, membership->alive().size(),
+    return NodeReport::Progress{life.round(), life.record().loss, accuracy, membership->alive().size(),
                                 engine->links().size(), bytesSent(), life.state(),
                                 bridge ? std::optional(bridge->stateName(now)) : std::nullopt};
   });

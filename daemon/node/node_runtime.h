@@ -88,8 +88,10 @@ class NodeRuntime {
   // membership's, then the node's), never waiting. The exit code once the node has stopped (the pass that
   // ends the leave's 200 ms on the node's clock); errors as run() throws them.
   std::optional<int> step();
-  // For tests: the engine of the node's current life (none if it stopped before a trainer attached).
+  // For tests: the engine of the node's current life (none if it stopped before a trainer attached), and
+  // the round status.json reports (Lifecycle::round).
   const engine::LinkedEngine* engine() const;
+  std::uint64_t round() const;
 
  private:
   struct Impl;

@@ -34,7 +34,7 @@ NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   if (in.joinsRefused) s.joins_refused = *in.joinsRefused;
   s.endpoint = in.endpoint;
   s.listen = in.transport->endpoint();
-  s.round = in.engine->nextRound();
+  s.round = in.round;
   s.rounds = in.c->algorithm.rounds;
   s.loss = rec.loss;
   s.disagreement = rec.disagreement;

@@ -93,6 +93,7 @@ struct StatusSources {
   PeerId id = 0;
   Incarnation incarnation = 0;
   NodeState state = NodeState::Joining;
+  Round round = 0;  // Lifecycle::round(): a resumed node's round while it syncs, not its new engine's 0
   bool isolated = false;
   std::string failure;  // NodeStatus::failure
   std::string endpoint;
