@@ -1,5 +1,6 @@
 #include "transport/inproc/inproc_peer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -53,6 +54,7 @@ class InprocPeerNet::Endpoint final : public peer::PeerTransport {
 
 std::unique_ptr<peer::PeerTransport> InprocPeerNet::open(PeerId id) {
   auto e = std::make_unique<Endpoint>(*this, id);
+  e->inbox().serial = ++opened_;
   GOSSIP_CHECK(inboxes_.emplace(e->endpoint(), &e->inbox()).second, "InprocPeerNet: address in use: " + e->endpoint());
   return e;
 }
@@ -60,14 +62,36 @@ std::unique_ptr<peer::PeerTransport> InprocPeerNet::open(PeerId id) {
 bool InprocPeerNet::deliver(PeerId from, const std::string& endpoint, RawFrame f) {
   const auto it = inboxes_.find(endpoint);
   if (it == inboxes_.end()) return false;
-  Inbox& in = *it->second;
-  const bool isMembership = peekIsKind(f.header, FrameKind::Membership);
+  if (!latency_) {
+    put(*it->second, from, std::move(f));
+    return true;
+  }
+  std::uint64_t& last = lastDue_[{from, endpoint}];
+  last = std::max(last, now_ + latency_());
+  inFlight_.emplace(last, InFlight{from, endpoint, it->second->serial, std::move(f)});
+  return true;
+}
+
+void InprocPeerNet::advance(std::uint64_t nowMs) {
+  now_ = nowMs;
+  while (!inFlight_.empty() && inFlight_.begin()->first <= nowMs) {
+    InFlight x = std::move(inFlight_.begin()->second);
+    inFlight_.erase(inFlight_.begin());
+    const auto it = inboxes_.find(x.endpoint);
+    if (it == inboxes_.end() || it->second->serial != x.serial) {
+      ++lost_;  // the process it was for is gone (a restarted one has new connections)
+      continue;
+    }
+    put(*it->second, x.from, std::move(x.frame));
+  }
+}
+
+void InprocPeerNet::put(Inbox& in, PeerId from, RawFrame f) {
   if ((cut_ && cut_(from, in.owner)) || (drop_ && peekIsKind(f.header, FrameKind::Model) && drop_(from, in.owner))) {
     ++lost_;
-    return true;  // sent, and lost on the way
+    return;
   }
-  (isMembership ? in.membership : in.frames).push_back(std::move(f));
-  return true;
+  (peekIsKind(f.header, FrameKind::Membership) ? in.membership : in.frames).push_back(std::move(f));
 }
 
 }  // namespace gossip::engine

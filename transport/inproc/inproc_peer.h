@@ -2,8 +2,10 @@
 // InprocPeerNet: an in-process network of whole daemon nodes (daemon/node/node_runtime.h, built with
 // NodeEnvironment::stepped). Each node's PeerTransport listens at "inproc://node-<id>" until it is
 // destroyed (a crashed node's address goes with it; a restarted one opens it again). A frame is put in the
-// receiver's inbox when it is sent: membership frames in the membership inbox, the rest in the frame
-// inbox, in the order sent. A test may cut pairs of nodes (every frame between them lost, as when a cable
+// receiver's inbox when it is sent, or with setLatency when advance() reaches its due time (frames in
+// flight to an address no one holds then are lost): membership frames in the membership inbox, the rest in
+// the frame inbox, in the order sent between each pair (a later frame is never due before an earlier one
+// of the same pair, as on a TCP connection). A test may cut pairs of nodes (every frame between them lost, as when a cable
 // is pulled) and drop model frames by a rule of its own (a lost datagram: the engine sees a missing
 // message). Receivers get the sender's payload buffer itself, as with InprocNetwork.
 //
@@ -29,20 +31,38 @@ class InprocPeerNet {
   std::unique_ptr<peer::PeerTransport> open(PeerId id);
   void setCut(Rule cut) { cut_ = std::move(cut); }     // true: every frame from -> to is lost
   void setDrop(Rule drop) { drop_ = std::move(drop); }  // true: this model frame from -> to is lost
-  std::uint64_t lost() const { return lost_; }         // frames lost to a cut or a drop
+  // Each frame's delay in ms from when it is sent (a test's seeded draw); frames wait for advance().
+  void setLatency(std::function<std::uint64_t()> latency) { latency_ = std::move(latency); }
+  // The network's time is now `nowMs`: frames due by then go to their inboxes.
+  void advance(std::uint64_t nowMs);
+  std::uint64_t lost() const { return lost_; }         // frames lost to a cut, a drop or a closed address
 
  private:
   class Endpoint;
   struct Inbox {
     PeerId owner;
+    std::uint64_t serial = 0;  // which opening of the address: frames in flight to an earlier one are lost
     std::deque<RawFrame> frames;
     std::deque<RawFrame> membership;
   };
-  // Puts the frame in the inbox at `endpoint`; false if no one listens there.
+  struct InFlight {
+    PeerId from;
+    std::string endpoint;
+    std::uint64_t serial;  // the receiving Inbox's when sent
+    RawFrame frame;
+  };
+  // Puts the frame in the inbox at `endpoint` (at once, or in flight with a latency); false if no one
+  // listens there when it is sent.
   bool deliver(PeerId from, const std::string& endpoint, RawFrame f);
+  void put(Inbox& in, PeerId from, RawFrame f);  // the cut and the drop rule, then the inbox
 
   std::map<std::string, Inbox*> inboxes_;  // by address: the open transports' inboxes
   Rule cut_, drop_;
+  std::function<std::uint64_t()> latency_;
+  std::uint64_t now_ = 0;
+  std::uint64_t opened_ = 0;  // addresses opened so far (Inbox::serial)
+  std::multimap<std::uint64_t, InFlight> inFlight_;                 // by due time, equal times in send order
+  std::map<std::pair<PeerId, std::string>, std::uint64_t> lastDue_;  // per pair: FIFO
   std::uint64_t lost_ = 0;
 };
 

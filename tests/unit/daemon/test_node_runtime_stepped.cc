@@ -125,6 +125,7 @@ struct SteppedCluster {
   // One millisecond: every running node's pass, in id order.
   void tick() {
     ++clockMs;
+    net.advance(clockMs);
     for (auto& [id, p] : procs) {
       if (!running(p)) continue;
       try {
@@ -287,7 +288,8 @@ TEST_CASE("stepped NodeRuntimes asked to stop leave cleanly - a checkpoint at th
 
 // Seeded fault schedules over whole NodeRuntimes (the engine-level harness runs 200 with an oracle
 // membership, test_node_inprocess.cc 30 over the node's parts): per seed, 5-8 Prox-LEAD nodes, 0-6% of model
-// frames lost, one node crashed at a random round and restarted 0.2-1.5 s later on its data directory, in
+// frames lost, frames delayed by 0-3 ms (seeded), one node crashed at a random round and restarted 0.2-1.5 s
+// later on its data directory, in
 // half the seeds a late joiner, and in half another node cut off from all the others for 1.5-3 s (declared
 // dead, it rejoins as a new incarnation through the runtime's own rejoin). After every step: no node has failed, none has gone back a round within one
 // process, and every edge's dual shares cancel where both ends applied the same rounds (edgeDualMismatch).
@@ -330,10 +332,13 @@ TEST_CASE("stepped NodeRuntimes under seeded fault schedules - every node finish
     const double dropRate = 0.02 * static_cast<double>(rng.below(4));  // 0-6% of model frames lost
     Rng drops(seed * 7919);
     cl.net.setDrop([&](PeerId, PeerId) { return drops.uniform() < dropRate; });
+    const std::uint64_t maxLatency = rng.below(4);  // each frame 0..maxLatency ms on the wire (FIFO per pair)
+    Rng delays(seed * 104729);
+    if (maxLatency) cl.net.setLatency([&] { return delays.below(maxLatency + 1); });
     std::uint64_t cutFrom = 0;
     bool cutting = false, healed = false;
     cl.net.setCut([&](PeerId a, PeerId b) { return cutting && (a == isolated) != (b == isolated); });
-    INFO(n, " nodes, ", 100 * dropRate, "% of model frames lost; victim ", victim, " crashed at node 0's round ",
+    INFO(n, " nodes, ", 100 * dropRate, "% of model frames lost, latency 0-", maxLatency, " ms; victim ", victim, " crashed at node 0's round ",
          crashAt, " for ", downMs, " ms; joiner: ", join ? "at round " + std::to_string(joinAt) : std::string("none"),
          "; cut: ", cut ? "node " + std::to_string(isolated) + " at round " + std::to_string(cutAt) + " for " + std::to_string(cutMs) + " ms" : std::string("none"));
     std::uint64_t crashedAt = 0;
