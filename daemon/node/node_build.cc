@@ -53,13 +53,17 @@ NodeEnvironment detail::completed(NodeEnvironment env) {
 NodeRuntime::Impl::Impl(Config config, std::shared_ptr<logging::Loggers> logs, StartMode start, NodeEnvironment environment)
     : c(std::move(config)), env(detail::completed(std::move(environment))), id(c.node.id), dir(c.node.data_dir),
       loggers(std::move(logs)) {
+  // A stepped node runs on its caller's thread with a clock that moves only when the caller says: the HTTP
+  // server's thread and the trainer's waits (on that clock) have no place in it.
+  GOSSIP_CHECK(!env.stepped || (c.node.http.empty() && !c.trainer.enable),
+               "a stepped node (NodeEnvironment::stepped) runs without node.http and without trainer.enable");
   if (start == StartMode::Fresh) moveRunAside();  // under the lock, before anything here is read
   // Cheap checks first: a data directory in use or unusable (createDataDir, dirLock) or a port in use fails
   // before the data is loaded.
   net = env.transport(c);
-  if (c.security.enable)  // ZmqTransport's constructor ran the self-test (it throws if the key was let in)
-    nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused",
-                  peer::loadCurveKeys(c.security.keys_dir, id).allowed.size());
+  if (const auto* z = dynamic_cast<const peer::ZmqTransport*>(net.get()); z && c.security.enable)
+    // Its constructor ran the self-test (it throws if an unlisted key was let in).
+    nodeLog->info("CurveZMQ on, {} keys listed; self-test: an unlisted key was refused", z->listedKeys());
   advertised = advertisedEndpoint(c.node, net->endpoint());
   // Published at once: a launcher starts the other nodes with this address while we load our data
   // (their joins are retried with backoff until our membership runs).

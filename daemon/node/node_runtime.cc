@@ -254,10 +254,12 @@ int NodeRuntime::Impl::run() {
 std::optional<int> NodeRuntime::Impl::step() {
   GOSSIP_CHECK(env.stepped, "NodeRuntime::step is for a node built with NodeEnvironment::stepped");
   if (!engine) return 0;
-  return guarded([this] {
+  if (exitCode) return exitCode;
+  exitCode = guarded([this] {
     membership->step(std::chrono::milliseconds(0));
     return pass(nowMs());
   });
+  return exitCode;
 }
 
 // Sleeps until the next thing to do could be there: the trainer's request when the next step is the
@@ -306,8 +308,8 @@ std::optional<int> NodeRuntime::Impl::pass(std::uint64_t now) {
   if (membership->declaredDead() && !finished(life.state())) rejoinAsNewIncarnation(now);
   switch (life.step(now)) {
     case Lifecycle::Outcome::Continue: break;
-    case Lifecycle::Outcome::Stop: beginStop(now, false); return std::nullopt;
-    case Lifecycle::Outcome::Finished: beginStop(now, true); return std::nullopt;
+    case Lifecycle::Outcome::Stop: beginStop(false); return std::nullopt;
+    case Lifecycle::Outcome::Finished: beginStop(true); return std::nullopt;
   }
   writeStatus(now, false);
   statusGossip->gossip(now);
@@ -329,10 +331,10 @@ void NodeRuntime::Impl::announceLeave() {
 
 // The last checkpoint (unless the lifecycle wrote it), Stopped, the leave announced; the passes of the
 // next 200 ms only take frames (the leave's time on the wire), then endStop.
-void NodeRuntime::Impl::beginStop(std::uint64_t now, bool checkpointed) {
+void NodeRuntime::Impl::beginStop(bool checkpointed) {
   if (!checkpointed && life.state() == NodeState::Training && !engine->inRound()) checkpoint(engine->nextRound());
   announceLeave();
-  leavingUntil = now + 200;
+  leavingUntil = nowMs() + 200;  // from the leave, not from before the checkpoint (a large model's takes a while)
 }
 
 int NodeRuntime::Impl::endStop() {

@@ -61,12 +61,17 @@ class Background;
 // membership thread. The in-process node test (tests/unit/daemon/test_node_runtime_stepped.cc) gives
 // several nodes one in-process network, one fake clock, inline executors and `stepped`, and drives them
 // all on its thread with step().
+//
+// Threads: `transport` and `background` are called on the constructing thread; `now` from the node
+// thread, the membership thread (each frame's time) and the background worker (a checkpoint's time), so
+// it must be safe to call concurrently unless the node is stepped.
 struct NodeEnvironment {
   std::function<std::unique_ptr<peer::PeerTransport>(const Config&)> transport;
   std::function<std::chrono::steady_clock::time_point()> now;
   std::function<std::unique_ptr<Background>()> background;
   const std::atomic<bool>* stop = nullptr;
   // No membership thread: step() runs its pass (receive, tick) on the caller's thread, then the node's.
+  // Not with node.http or trainer.enable (their threads and waits are the daemon's).
   bool stepped = false;
 };
 
@@ -86,10 +91,11 @@ class NodeRuntime {
   int run();
   // A node built with NodeEnvironment::stepped: one pass of the loop on the caller's thread (the
   // membership's, then the node's), never waiting. The exit code once the node has stopped (the pass that
-  // ends the leave's 200 ms on the node's clock); errors as run() throws them.
+  // ends the leave's 200 ms on the node's clock; later calls return it again and do nothing); errors as
+  // run() throws them (a node that threw is not stepped again).
   std::optional<int> step();
-  // For tests: the engine of the node's current life (none if it stopped before a trainer attached), and
-  // the round status.json reports (Lifecycle::round).
+  // For tests of a stepped node, between steps (nothing else runs then): the engine of the node's current
+  // life (none if it stopped before a trainer attached), and the round status.json reports (Lifecycle::round).
   const engine::LinkedEngine* engine() const;
   std::uint64_t round() const;
 

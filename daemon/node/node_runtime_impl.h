@@ -107,7 +107,7 @@ struct NodeRuntime::Impl {
   TrainerBridge* bridge = nullptr;        // trainer->bridge(), or none
   std::unique_ptr<engine::LinkedEngine> engine;
   std::unique_ptr<engine::RoundDriver> driver;  // begins and ends the engine's rounds; rebuilt with it
-  std::unique_ptr<MembershipRunner> membership;  // started by run(); stopped before the fields it uses go
+  std::unique_ptr<MembershipRunner> membership;  // its thread started by startMembership() (run(), a rejoin); stopped before the fields it uses go
   std::vector<std::string> extraSeeds;           // members known before a rejoin
   std::string rejoinVia;                         // the member whose side outnumbered ours, tried first
   std::string identity;                          // cluster_identity.h: sent in every Join
@@ -138,9 +138,10 @@ struct NodeRuntime::Impl {
   std::optional<int> guarded(const std::function<std::optional<int>()>& f);  // run()'s and step()'s error handling
   std::optional<int> pass(std::uint64_t now);  // one pass of the loop; the exit code once stopped
   void startMembership();                      // its thread, unless the node is stepped
-  void beginStop(std::uint64_t now, bool checkpointed);  // the last checkpoint, Stopped, the leave announced
+  void beginStop(bool checkpointed);  // the last checkpoint, Stopped, the leave announced
   int endStop();                                          // after the leave's 200 ms: drained, status, last line
   std::optional<std::uint64_t> leavingUntil;   // set by beginStop: frames are still taken until then
+  std::optional<int> exitCode;                 // a stepped node's, once it stopped
   bool progressed = false;                     // the last pass did work (run() waits only after one that did none)
   void pumpIncoming(std::uint64_t now);
   void onMembership(std::uint64_t now);

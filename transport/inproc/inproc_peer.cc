@@ -11,7 +11,7 @@ namespace gossip::engine {
 class InprocPeerNet::Endpoint final : public peer::PeerTransport {
  public:
   Endpoint(InprocPeerNet& net, PeerId id) : net_(net), endpoint_(endpointOf(id)) { inbox_.owner = id; }
-  ~Endpoint() override { net_.inboxes_.erase(endpoint_); }
+  ~Endpoint() override { net_.inboxes_.erase(endpoint_); }  // open() registered it (and no one else)
   Inbox& inbox() { return inbox_; }
 
   void send(PeerId to, Bytes header, SharedBytes payload) override {
@@ -53,9 +53,11 @@ class InprocPeerNet::Endpoint final : public peer::PeerTransport {
 };
 
 std::unique_ptr<peer::PeerTransport> InprocPeerNet::open(PeerId id) {
+  // Checked before an Endpoint exists: a refused one's destructor would unregister the holder's inbox.
+  GOSSIP_CHECK(!inboxes_.count(endpointOf(id)), "InprocPeerNet: address in use: " + endpointOf(id));
   auto e = std::make_unique<Endpoint>(*this, id);
   e->inbox().serial = ++opened_;
-  GOSSIP_CHECK(inboxes_.emplace(e->endpoint(), &e->inbox()).second, "InprocPeerNet: address in use: " + e->endpoint());
+  inboxes_.emplace(e->endpoint(), &e->inbox());
   return e;
 }
 

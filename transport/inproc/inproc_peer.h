@@ -10,7 +10,8 @@
 // message). Receivers get the sender's payload buffer itself, as with InprocNetwork.
 //
 // Threads: none; one thread (the test's) calls everything, and nothing blocks: waitReadable and
-// waitMembership only say whether a frame is waiting.
+// waitMembership only say whether a frame is waiting. Ownership: the net must outlive the transports it
+// opened (a transport unregisters its address from the net when it goes).
 #include <cstdint>
 #include <deque>
 #include <functional>

@@ -2,7 +2,7 @@
 // PeerTransport: what a daemon node needs of its network (daemon/node/): the engine's frames
 // (engine::Transport), where each peer is, the membership frames in an inbox of their own, and hints that
 // a peer's connection broke. The daemon's implementation is ZmqTransport (transport/zmq/); the in-process
-// node test steps whole nodes over one of its own (tests/support/inproc_peer_net.h). Nothing here names
+// node test steps whole nodes over one of its own (transport/inproc/inproc_peer.h). Nothing here names
 // ZeroMQ: the node is built from this interface, so that a test can give it another network and a clock.
 //
 // Contract (every implementation):

@@ -280,6 +280,8 @@ bool ZmqTransport::waitMembership(std::chrono::milliseconds timeout) {
   return impl_->inboxes.waitMembership(timeout, impl_->failed);
 }
 
+std::size_t ZmqTransport::listedKeys() const { return impl_->opt.curve ? impl_->opt.curve->allowed.size() : 0; }
+
 TransportStats ZmqTransport::stats() const {
   const Impl& i = *impl_;
   return {i.links.framesSent(), i.links.bytesSent(), i.inboxes.framesReceived(), i.inboxes.bytesReceived(),

@@ -106,6 +106,8 @@ class ZmqTransport final : public PeerTransport {
   bool waitMembership(std::chrono::milliseconds timeout) override;
 
   TransportStats stats() const override;
+  // CurveZMQ: how many node keys are listed (0 without it).
+  std::size_t listedKeys() const;
 
  private:
   struct Impl;

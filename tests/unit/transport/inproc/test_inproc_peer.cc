@@ -51,7 +51,10 @@ TEST_CASE("inproc peer net: membership frames in their own inbox - the rest in o
   CHECK_FALSE(b->receive(f));
   CHECK(a->stats().frames_sent == 3);
   CHECK(b->stats().frames_received == 3);
-  CHECK_THROWS(net.open(2));  // the address is held
+  CHECK_THROWS(net.open(2));  // the address is held...
+  a->send(2, header(engine::FrameKind::Model, 1, 9), nullptr);  // ...and its holder still gets frames
+  REQUIRE(b->receive(f));
+  CHECK(roundOf(f) == 9);
 }
 
 TEST_CASE("inproc peer net: under latency a pair's frames keep their order - a reopened address gets none of the old ones") {
@@ -71,7 +74,7 @@ TEST_CASE("inproc peer net: under latency a pair's frames keep their order - a r
     REQUIRE(b->receive(f));
     CHECK(roundOf(f) == r);
   }
-  a->send(2, header(engine::FrameKind::Model, 1, 9), nullptr);  // due at 5 + 1
+  a->send(2, header(engine::FrameKind::Model, 1, 9), nullptr);  // due at 5 + 5 (the delays come round again)
   b.reset();               // a crash: the frame in flight is lost...
   b = net.open(2);         // ...even though the address is open again when it is due
   net.advance(100);
