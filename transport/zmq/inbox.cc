@@ -2,6 +2,9 @@
 #include "transport/zmq/inbox.h"
 
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <iterator>
 #include <utility>
 
@@ -102,13 +105,28 @@ bool Inboxes::pop(engine::RawFrame& out) {
   }
   // Unlocked: the I/O thread goes on filling the inbox meanwhile.
   if (!in.parts.empty()) {
-    if (in.model)
+    if (in.model) {
       in.frame.parts = std::make_shared<const ReceivedParts>(std::move(in.parts), in.bytes);
-    else
+    } else {
       in.frame.payload = copyParts(in.parts.data(), in.parts.size(), in.bytes);
+      in.parts.clear();
+      if (in.bytes >= kTrimAfterBytes) releaseFreedMemory();
+    }
   }
   out = std::move(in.frame);
   return true;
+}
+
+// libzmq allocated a large frame's 1 MiB parts with malloc on its I/O thread, and glibc keeps the freed
+// parts in that thread's arena for reuse instead of returning them: after one edge set-up frame of a
+// 100M-parameter CHOCO model (a 400 MB EdgeOpen, once per edge life), the daemon held 400 MB more for the
+// rest of its run, 4 bytes per parameter (22.5 instead of 18.6; docs/results.md §21). Model frames are not
+// trimmed after: their parts are reused round after round. malloc_trim releases the free pages of every
+// arena; it takes milliseconds, once per such frame.
+void Inboxes::releaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 bool Inboxes::waitFrames(std::chrono::milliseconds timeout, const std::atomic<bool>& failed) {

@@ -45,6 +45,9 @@ namespace gossip::peer::detail {
 class Inboxes {
  public:
   static constexpr std::size_t kLargePayloadBytes = std::size_t{1} << 20;  // left in libzmq's parts from here up
+  // A frame of another kind than Model this large is followed by a malloc_trim once its parts are freed
+  // (releaseFreedMemory in inbox.cc: an edge set-up frame of a large model).
+  static constexpr std::size_t kTrimAfterBytes = std::size_t{16} << 20;
   explicit Inboxes(const ZmqOptions& opt) : opt_(opt) {}
 
   // I/O thread: a received message's parts [routing id, header, payload parts...], well formed (multipart.h)
@@ -69,6 +72,7 @@ class Inboxes {
   std::uint64_t membershipDropped() const { return membershipDropped_.load(); }
 
  private:
+  static void releaseFreedMemory();
   // A frame in the frame inbox: its payload already set when small, else still in libzmq's parts.
   struct Incoming {
     engine::RawFrame frame;
