@@ -120,9 +120,9 @@ bool Inboxes::pop(engine::RawFrame& out) {
 // libzmq allocated a large frame's 1 MiB parts with malloc on its I/O thread, and glibc keeps the freed
 // parts in that thread's arena for reuse instead of returning them: after one edge set-up frame of a
 // 100M-parameter CHOCO model (a 400 MB EdgeOpen, once per edge life), the daemon held 400 MB more for the
-// rest of its run, 4 bytes per parameter (22.5 instead of 18.6; docs/results.md §21). Model frames are not
+// rest of its run, 4 bytes per parameter (22.1 instead of 18.7; docs/results.md §21). Model frames are not
 // trimmed after: their parts are reused round after round. malloc_trim releases the free pages of every
-// arena; it takes milliseconds, once per such frame.
+// arena, once per such frame (its time was not measured apart; the rounds' times did not show it).
 void Inboxes::releaseFreedMemory() {
 #if defined(__GLIBC__)
   malloc_trim(0);
