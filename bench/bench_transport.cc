@@ -34,6 +34,7 @@ struct Options {
   int trials = 3;
   std::size_t kb = 0;     // payload in KiB; overrides mb when set
   bool exchange = false;  // measure a round's pattern instead: both ends send one payload, then receive one
+  std::size_t part_kb = 0;  // --exchange: send the payload as a multipart message of parts this size (0: one part)
 };
 
 Options parse(int argc, char** argv) {
@@ -50,8 +51,9 @@ Options parse(int argc, char** argv) {
     else if (a == "--trials") o.trials = std::max(1, std::stoi(next()));
     else if (a == "--kb") o.kb = std::stoull(next());
     else if (a == "--exchange") o.exchange = true;
+    else if (a == "--part-kb") o.part_kb = std::stoull(next());
     else throw gossip::ConfigError("unknown argument " + a +
-                                   " (use --out FILE, --mb N, --kb N, --messages N, --trials N, --exchange)");
+                                   " (use --out FILE, --mb N, --kb N, --messages N, --trials N, --exchange, --part-kb N)");
   }
   return o;
 }
@@ -119,8 +121,11 @@ double timeRaw(const ge::SharedBytes& payload, int messages) {
 
 // Seconds for `rounds` exchanges over raw PUSH/PULL in both directions, each end in its own thread sending
 // one payload and then receiving the other's: the transfer part of a gossip round between two nodes, with
-// nothing else (the daemon's bench subtracts it from a daemon round).
-double timeRawExchange(const ge::SharedBytes& payload, int rounds) {
+// nothing else (the daemon's bench subtracts it from a daemon round). With `part` > 0 the payload goes as a
+// multipart message of parts of that many bytes, each sent zero-copy, as the transport sends a large frame
+// (transport/zmq/multipart.h): libzmq then receives into part-sized buffers instead of one allocation of the
+// payload's size, which is faster for a payload of hundreds of MB (docs/results.md §18).
+double timeRawExchange(const ge::SharedBytes& payload, int rounds, std::size_t part) {
   zmq::context_t ctxA(1), ctxB(1);
   zmq::socket_t pullA(ctxA, zmq::socket_type::pull), pushA(ctxA, zmq::socket_type::push);
   zmq::socket_t pullB(ctxB, zmq::socket_type::pull), pushB(ctxB, zmq::socket_type::push);
@@ -134,13 +139,22 @@ double timeRawExchange(const ge::SharedBytes& payload, int rounds) {
   pushB.send(zmq::str_buffer("x"), zmq::send_flags::none);
   (void)pullA.recv(m);
   (void)pullB.recv(m);
+  const std::size_t step = part > 0 ? part : payload->size();
   auto side = [&](zmq::socket_t& push, zmq::socket_t& pull) {
     for (int i = 0; i < rounds; ++i) {
-      zmq::message_t msg(const_cast<std::byte*>(payload->data()), payload->size(), nullptr, nullptr);
-      push.send(msg, zmq::send_flags::none);
-      zmq::message_t r;
-      (void)pull.recv(r);
-      if (r.size() != payload->size()) throw gossip::Error("bench: payload size changed in transit");
+      for (std::size_t at = 0; at < payload->size(); at += step) {
+        const std::size_t n = std::min(step, payload->size() - at);
+        zmq::message_t msg(const_cast<std::byte*>(payload->data()) + at, n, nullptr, nullptr);
+        push.send(msg, at + n < payload->size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+      std::size_t got = 0;
+      for (bool more = true; more;) {
+        zmq::message_t r;
+        (void)pull.recv(r);
+        got += r.size();
+        more = r.more();
+      }
+      if (got != payload->size()) throw gossip::Error("bench: payload size changed in transit");
     }
   };
   const auto t0 = Clock::now();
@@ -161,12 +175,14 @@ int main(int argc, char** argv) {
     const double bytes = static_cast<double>(payload->size()) * opt.messages;
     if (opt.exchange) {
       double best = 1e300;
-      for (int t = 0; t < opt.trials; ++t) best = std::min(best, timeRawExchange(payload, opt.messages));
+      for (int t = 0; t < opt.trials; ++t) best = std::min(best, timeRawExchange(payload, opt.messages, opt.part_kb << 10));
       json out;
       out["payload_bytes"] = payload->size();
+      out["part_bytes"] = opt.part_kb << 10;
       out["exchanges_per_trial"] = opt.messages;
       out["raw_exchange_ms"] = 1000.0 * best / opt.messages;
-      out["note"] = "raw PUSH/PULL both ways, each end sends one payload then receives one; best trial";
+      out["note"] = "raw PUSH/PULL both ways, each end sends one payload (in parts of part_bytes, 0 = one part) then "
+                    "receives one; best trial";
       std::cout << out.dump(2) << "\n";
       return 0;
     }

@@ -13,7 +13,14 @@
 #                               outside the network
 #   memcpy_ms                   np.copyto of a float32 model of DIM, measured by node 0's trainer in this run
 #   work_memcpys                work_ms_per_round / memcpy_ms
+#   cpu_ms_per_round            node 0's CPU time (user + system, all its threads) per round: the work above
+#                               plus what it leaves out (the payload checksums, the kernel's socket copies)
 #   round_ms                    node 0's wall time per round over the same rounds
+#   raw_exchange_ms, raw_exchange_parts_ms (D-PSGD fp32 on 2 nodes only) a raw ZeroMQ exchange of a round's
+#                               bytes between two threads (bench_transport --exchange: each end sends one
+#                               model-sized message and receives the other's), as one part and in 1 MiB parts
+#                               as the transport sends; measured after the cluster stopped, so alone on the
+#                               machine. round_vs_raw = the faster of the two / round_ms (the issue's >= 0.8)
 # Usage: bench/model_memory.sh BUILD_DIR [OUT.json]; env DIM (20000000), NODES (2), ALGO (dpsgd), COMP (fp32),
 # RATIO (0.01, for topk), MODE (model; gradient for lead), ROUNDS (24), FROM (6), TO (20), CKPT (10: rounds
 # between checkpoints, 0 = none).
@@ -50,6 +57,12 @@ def kb(pid, path, key):
         if line.startswith(key + ":"):
             return int(line.split()[1]) * 1024
     return 0
+def cpu(pid):  # user + system seconds of all the process's threads
+    try:
+        st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
 steady, peak, hwm, marks = [[] for _ in pids], [0] * len(pids), [0] * len(pids), {}
 gone = set()  # daemons that exited before the figures were taken (the kernel's OOM killer, a crash)
 deadline = time.time() + 3600
@@ -62,7 +75,7 @@ while True:
     r = st.get("round", -1)
     for k in (frm, to):
         if r >= k and k not in marks:
-            marks[k] = (r, st["seconds"], st["compute_seconds"], st.get("trainer_copy_seconds", 0.0))
+            marks[k] = (r, st["seconds"], st["compute_seconds"], st.get("trainer_copy_seconds", 0.0), cpu(pids[0]))
     alive = False
     for n, pid in enumerate(pids):
         try:
@@ -85,7 +98,7 @@ memcpy = None
 for line in open(f"{w}/trainer-0.log"):
     if line.startswith("memcpy_ms"):
         memcpy = float(line.split()[1])
-(r1, s1, c1, k1), (r2, s2, c2, k2) = marks[frm], marks[to]
+(r1, s1, c1, k1, u1), (r2, s2, c2, k2, u2) = marks[frm], marks[to]
 n = r2 - r1
 work = 1000 * ((c2 - c1) + (k2 - k1)) / n
 res = {"dim": dim, "nodes": len(pids), "algorithm": os.environ.get("ALGO", "dpsgd"),
@@ -96,6 +109,7 @@ res = {"dim": dim, "nodes": len(pids), "algorithm": os.environ.get("ALGO", "dpsg
        "work_ms_per_round": round(work, 2), "compute_ms_per_round": round(1000 * (c2 - c1) / n, 2),
        "copy_ms_per_round": round(1000 * (k2 - k1) / n, 2), "memcpy_ms": memcpy,
        "work_memcpys": round(work / memcpy, 2) if memcpy else None,
+       "cpu_ms_per_round": round(1000 * (u2 - u1) / n, 1),
        "round_ms": round(1000 * (s2 - s1) / n, 1), "rounds_measured": n}
 # What the failure detector made of the run (a large model's start must not look like a death).
 def count(pattern):
@@ -119,3 +133,17 @@ PY
 # figures are taken (SIGTERM: it stops its daemons and trainers) instead of waiting ten minutes.
 kill -TERM $cluster 2>/dev/null || true
 wait $cluster || true
+if [ "$ALGO" = dpsgd ] && [ "$COMP" = fp32 ] && [ "$NODES" = 2 ] && [ -x "$BUILD/bench/bench_transport" ]; then
+  kb=$(((4 * DIM + 64 + 1023) / 1024)); msgs=$(( DIM > 10000000 ? 5 : 20 ))
+  "$BUILD/bench/bench_transport" --exchange --kb $kb --messages $msgs --trials 3 >"$W/raw1.json"
+  "$BUILD/bench/bench_transport" --exchange --kb $kb --part-kb 1024 --messages $msgs --trials 3 >"$W/raw2.json"
+  /usr/bin/python3 - "$OUT" "$W/raw1.json" "$W/raw2.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))
+one, parts = (json.load(open(p))["raw_exchange_ms"] for p in sys.argv[2:4])
+res.update(raw_exchange_ms=round(one, 1), raw_exchange_parts_ms=round(parts, 1),
+           round_vs_raw=round(min(one, parts) / res["round_ms"], 3))
+json.dump(res, open(sys.argv[1], "w"), indent=1)
+print(json.dumps({k: res[k] for k in ("round_ms", "raw_exchange_ms", "raw_exchange_parts_ms", "round_vs_raw")}))
+PY
+fi
