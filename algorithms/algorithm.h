@@ -144,6 +144,10 @@ class Algorithm {
   // frame of the round, which the engine holds until its next round anyway, and the primal-dual family with
   // fp32 reads its own message there instead of keeping a vector of it.
   virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
+  // Whether prepare reads every value of x as it encodes it and throws DecodeError when one is NaN or
+  // infinite: Node then leaves out its own divergence check of x before prepare (a pass over the model) and
+  // reports that error as a non-finite model. D-PSGD with fp32 and float32 state (fp32EncodeChecked).
+  virtual bool prepareChecksFinite() const { return false; }
   // Whether prepare takes an empty g as a zero gradient. The trainer bridge's model mode has nothing else
   // (the trainer took its own step): a vector of d zeros would be 4 bytes per parameter kept, and a pass
   // of reads, for nothing. The methods of model mode (D-PSGD, DeepSqueeze, CHOCO) say yes.

@@ -108,7 +108,9 @@ void Node::beginRound(Round t, compress::Encoded& out) {
   }
   lossSum += gradient();
   ++calls;
-  checkFinite(t);
+  // A method whose prepare checks x as it encodes it (Algorithm::prepareChecksFinite) spares the pass over x.
+  const bool prepareChecks = algo_->prepareChecksFinite();
+  if (!prepareChecks || (!gZero_ && blewUp(*g_))) checkFinite(t);  // x first: a non-finite x makes g so too
   lastLoss_ = lossSum / calls;
   algo_->noteLoss(lastLoss_);
   try {
@@ -116,8 +118,8 @@ void Node::beginRound(Round t, compress::Encoded& out) {
     algo_->prepare(t, gZero_ ? kZero : *g_, lr, out);
   } catch (const DecodeError&) {
     // Our own freshly encoded message cannot fail to decode unless its values left the codec's finite
-    // range (e.g. a finite double above the fp32 maximum).
-    diverged(t, "the model left the range the compressor can encode");
+    // range (e.g. a finite double above the fp32 maximum), or, where prepare checks, x is not finite.
+    diverged(t, prepareChecks ? "the model became non-finite" : "the model left the range the compressor can encode");
   }
 }
 

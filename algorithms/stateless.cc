@@ -20,12 +20,21 @@ Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId sel
 }
 
 void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+  g_ = &g;
+  lr_ = lr;
+#if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
+  if (ownIsX_) {
+    // The message is x's bytes: copied into the frame in one pass that also computes the frame's checksum
+    // and checks x for finiteness (prepareChecksFinite), where they were three passes over the model.
+    if (!compress::fp32EncodeChecked({x_.data(), static_cast<std::size_t>(x_.size())}, out))
+      throw DecodeError("non-finite value in the model");
+    return;
+  }
+#endif
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   c_.encode(detail::view(x_), rng, out);
   // A codec that carries the state's values exactly (fp32 with float32 state) decodes to x itself: no copy.
   if (!ownIsX_) detail::decodeInto(c_, out.view(), own_);
-  g_ = &g;
-  lr_ = lr;
 }
 
 void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) { mix(msgs, row, nullptr, 0.0); }

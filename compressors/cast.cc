@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compressors/codec_base.h"
+#include "core/crc32c.h"
 #include "compressors/half.h"
 #include "compressors/quant_common.h"
 #include "compressors/simd.h"
@@ -151,6 +152,26 @@ std::unique_ptr<Compressor> makeFp32(const CompressorSpec&) { return std::make_u
 std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim) {
   const std::uint32_t n = detail::checkedDim(dim);
   return {detail::beginPayload(out, CodecId::Fp32, 0, n, kCodecHeaderBytes + 4ull * n), 4ull * n};
+}
+
+bool fp32EncodeChecked(std::span<const float> x, Encoded& out) {
+  const std::span<std::byte> body = fp32PayloadBody(out, x.size());
+  // A float is NaN or infinite when its eight exponent bits are all set; a word holds two floats.
+  std::uint64_t bad = 0;
+  auto check = [&bad](std::uint64_t w) {
+    const std::uint64_t m = w & 0x7F8000007F800000ull;
+    bad |= static_cast<std::uint64_t>((m & 0xFFFFFFFFull) == 0x7F800000ull) | static_cast<std::uint64_t>((m >> 32) == 0x7F800000ull);
+  };
+  std::uint32_t crc = crc32c(std::span<const std::byte>(out.bytes.data(), kCodecHeaderBytes));
+  crc = crc32cUpdateCopy(crc, std::as_bytes(x), body.data(), check);
+  if (x.size() % 2 != 0) {  // the last value is not in a whole word: crc32cUpdateCopy copied it unvisited
+    std::uint32_t u;
+    std::memcpy(&u, x.data() + x.size() - 1, 4);
+    check(u);
+  }
+  out.crc = crc;
+  out.crc_bytes = out.bytes.size();
+  return bad == 0;
 }
 
 void fp32BodyRuns(std::span<const std::span<const std::byte>> parts, std::size_t dim,

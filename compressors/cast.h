@@ -47,6 +47,13 @@ Fp32MixResult fp32Mix(float self, std::span<const float> own, std::span<const Fp
 // encode() of those values writes, without a vector of them aside.
 std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim);
 
+// fp32's encode of float values (the bytes encode() writes) in one pass that also computes the payload's
+// crc32c (out.crc, for the frame's checksum) and checks every value for finiteness: false when one is NaN
+// or infinite, and the payload must then not be sent. D-PSGD's round with fp32 and float32 state
+// (algorithms/stateless.cc), where the copy, the frame's checksum and the divergence check of x were three
+// passes over the model.
+bool fp32EncodeChecked(std::span<const float> x, Encoded& out);
+
 // Whether every value of an fp32 body is finite: one integer pass over the bits (inf and NaN have all
 // eight exponent bits set). What fp32MixInPlace needs checked before it writes x.
 bool fp32Finite(Fp32Runs body);

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -63,8 +64,15 @@ struct Quality {
 
 struct Encoded {
   Bytes bytes;
+  // crc32c of bytes, when the encoder computed it in the pass that wrote them (fp32EncodeChecked,
+  // compressors/cast.h): the engine's frame checksum then takes no pass of its own over the payload. Valid
+  // only while crc_bytes == bytes.size(): a wrapper that appends a trailer after its method's encode
+  // (LeaderPull, CltkRound) leaves it stale, and knownCrc() then says nothing. Every codec's encode resets it.
+  std::optional<std::uint32_t> crc;
+  std::size_t crc_bytes = 0;
   std::size_t size() const { return bytes.size(); }
   std::span<const std::byte> view() const { return bytes; }
+  std::optional<std::uint32_t> knownCrc() const { return crc && crc_bytes == bytes.size() ? crc : std::nullopt; }
 };
 
 class Compressor {

@@ -100,6 +100,7 @@ template double maxAbs<double>(const double*, std::size_t);
 std::byte* beginPayload(Encoded& out, CodecId codec, std::uint16_t param, std::uint32_t dim,
                         std::size_t totalBytes) {
   GOSSIP_CHECK(totalBytes >= kCodecHeaderBytes, "payload size ", totalBytes);
+  out.crc.reset();  // whoever computes the checksum sets it after writing the bytes
   out.bytes.resize(totalBytes);
   std::byte* p = out.bytes.data();
   p[0] = static_cast<std::byte>(codec);

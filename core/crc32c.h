@@ -128,6 +128,56 @@ __attribute__((target("sse4.2"))) inline std::uint32_t hardware(std::uint32_t c,
   return c32;
 }
 
+// hardware() that also copies the bytes to q and hands each 8-byte word to visit (a check the caller folds
+// into the same pass, e.g. for non-finite values). The words are visited in no particular order; bytes
+// beyond the last whole word are copied and checksummed but not visited.
+template <class Visit>
+__attribute__((target("sse4.2"))) inline std::uint32_t hardwareCopy(std::uint32_t c, const unsigned char* p,
+                                                                     unsigned char* q, std::size_t n, Visit& visit) {
+  if (n >= 3 * kStream) {
+    const Shift& shift = streamShift();
+    while (n >= 3 * kStream) {
+      std::uint64_t a = c, b = 0, d = 0;
+      for (std::size_t i = 0; i < kStream; i += 8) {
+        std::uint64_t va, vb, vd;
+        std::memcpy(&va, p + i, 8);
+        std::memcpy(&vb, p + kStream + i, 8);
+        std::memcpy(&vd, p + 2 * kStream + i, 8);
+        std::memcpy(q + i, &va, 8);
+        std::memcpy(q + kStream + i, &vb, 8);
+        std::memcpy(q + 2 * kStream + i, &vd, 8);
+        visit(va);
+        visit(vb);
+        visit(vd);
+        a = _mm_crc32_u64(a, va);
+        b = _mm_crc32_u64(b, vb);
+        d = _mm_crc32_u64(d, vd);
+      }
+      c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
+      p += 3 * kStream;
+      q += 3 * kStream;
+      n -= 3 * kStream;
+    }
+  }
+  std::uint64_t c64 = c;
+  while (n >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    std::memcpy(q, &v, 8);
+    visit(v);
+    c64 = _mm_crc32_u64(c64, v);
+    p += 8;
+    q += 8;
+    n -= 8;
+  }
+  auto c32 = static_cast<std::uint32_t>(c64);
+  while (n--) {
+    *q++ = *p;
+    c32 = _mm_crc32_u8(c32, *p++);
+  }
+  return c32;
+}
+
 inline bool hasHardware() {
   static const bool yes = __builtin_cpu_supports("sse4.2");
   return yes;
@@ -157,5 +207,28 @@ inline std::uint32_t crc32cUpdate(std::uint32_t crc, std::span<const std::byte> 
   return crc32cUpdateSoftware(crc, data);
 }
 inline std::uint32_t crc32c(std::span<const std::byte> data) { return crc32cUpdate(0, data); }
+
+// Copies src to dst (src.size() bytes, not overlapping) and returns crc32cUpdate(crc, src) from the same
+// pass, handing every whole 8-byte word of src to visit(std::uint64_t) on the way (in no particular order;
+// the last src.size() % 8 bytes are copied but not visited). An encoder that writes a frame's payload
+// computes the frame's checksum as it writes (compress::Encoded::crc) instead of in a second pass over the
+// payload; at memory speed the copy, the checksum and a check of the words cost about one pass.
+template <class Visit>
+inline std::uint32_t crc32cUpdateCopy(std::uint32_t crc, std::span<const std::byte> src, std::byte* dst, Visit&& visit) {
+  const auto* p = reinterpret_cast<const unsigned char*>(src.data());
+  auto* q = reinterpret_cast<unsigned char*>(dst);
+#ifdef GOSSIP_CRC32C_HW
+  if (crc32c_detail::hasHardware()) return ~crc32c_detail::hardwareCopy(~crc, p, q, src.size(), visit);
+#endif
+  std::size_t i = 0;
+  for (; i + 8 <= src.size(); i += 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    std::memcpy(q + i, &v, 8);
+    visit(v);
+  }
+  if (i < src.size()) std::memcpy(q + i, p + i, src.size() - i);
+  return crc32cUpdateSoftware(crc, std::span<const std::byte>(dst, src.size()));
+}
 
 }  // namespace gossip

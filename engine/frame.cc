@@ -11,10 +11,13 @@ constexpr std::size_t kHeaderCrcOffset = 48;
 
 bool validKind(std::uint8_t k) { return k >= 1 && k <= 9; }
 
-void sealPayload(FrameHeader& h, std::span<const std::byte> payload) {
+void sealPayload(FrameHeader& h, std::span<const std::byte> payload, std::optional<std::uint32_t> knownCrc) {
   GOSSIP_CHECK(payload.size() <= kMaxPayloadBytes, "payload of ", payload.size(), " bytes exceeds the frame limit");
   h.payload_bytes = static_cast<std::uint32_t>(payload.size());
-  h.payload_crc = crc32c(payload);
+#ifndef NDEBUG
+  GOSSIP_CHECK(!knownCrc || *knownCrc == crc32c(payload), "the encoder's checksum is not the payload's");
+#endif
+  h.payload_crc = knownCrc ? *knownCrc : crc32c(payload);
 }
 
 void encodeFrameHeader(const FrameHeader& h, Bytes& out) {

@@ -78,7 +78,9 @@ struct FrameError : DecodeError {
 };
 
 // Fills h.payload_bytes and h.payload_crc from payload (call once per round; reuse h for every link).
-void sealPayload(FrameHeader& h, std::span<const std::byte> payload);
+// knownCrc: the payload's crc32c when its encoder computed it as it wrote the bytes (compress::Encoded::crc),
+// taken instead of a pass over the payload.
+void sealPayload(FrameHeader& h, std::span<const std::byte> payload, std::optional<std::uint32_t> knownCrc = std::nullopt);
 // Writes the 52 header bytes (with the header checksum) into out (resized to kFrameHeaderBytes).
 void encodeFrameHeader(const FrameHeader& h, Bytes& out);
 // Parses and validates the first kFrameHeaderBytes of `bytes`; throws FrameError.

@@ -166,10 +166,12 @@ void NodeEngine::beginRound(Round t) {
   payload_.reset();
   payload_ = payloadPool_->take();
   std::swap(*payload_, encoded_.bytes);  // the encoder writes into the pool's buffer...
+  encoded_.crc.reset();
   {
     const ComputeTimer timer(stats_.compute_ns);
     node_->beginRound(t, encoded_);
   }
+  const std::optional<std::uint32_t> crc = encoded_.knownCrc();  // computed as the payload was written, if it was
   std::swap(*payload_, encoded_.bytes);  // ...which becomes this round's frame
   FrameHeader h;
   h.kind = FrameKind::Model;
@@ -177,7 +179,7 @@ void NodeEngine::beginRound(Round t) {
   h.incarnation = incarnation_;
   h.round = t;
   h.epoch = static_cast<std::uint32_t>(vg_->epoch);
-  sealPayload(h, *payload_);  // checksum once for every link
+  sealPayload(h, *payload_, crc);  // checksum once for every link
   sendRound(t, h);
 }
 

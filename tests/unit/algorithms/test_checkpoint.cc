@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "cases.h"
+#include "training/external_gradient.h"
 
 using namespace gossip;
 using namespace gossip::testing;
@@ -114,14 +115,48 @@ TEST_CASE("divergence: a huge step size ends with DivergedError naming the round
   static_assert(std::is_base_of_v<ConfigError, DivergedError>);  // so the CLI exits 2
 }
 
+TEST_CASE("divergence: with a zero gradient (the bridge's model mode) D-PSGD fp32's encode is the check of x") {
+  // The trainer stepped x itself and the gradient is zero, so no gradient is there to blow up first: the
+  // pass that writes the frame (fp32EncodeChecked) is the only check of x, and Node turns its refusal into
+  // the same error as its own check.
+  constexpr Eigen::Index dim = 9;
+  for (const Eigen::Index at : {Eigen::Index{0}, Eigen::Index{4}, Eigen::Index{8}}) {
+    CAPTURE(at);
+    const auto codec = compress::makeCompressor({.name = "fp32"});
+    algo::AlgorithmParams params;
+    params.name = "dpsgd";
+    auto gradient = std::make_unique<training::ExternalGradient>(dim);
+    training::ExternalGradient& est = *gradient;
+    algo::Node node(0, algo::makeAlgorithm(params, *codec, 0, Vec::Ones(dim)), std::move(gradient), {});
+    REQUIRE(node.algorithm().prepareChecksFinite() == !kRealIsDouble);
+    compress::Encoded out;
+    est.supplyZero(0.5);
+    node.beginRound(0, out);  // a finite model goes out
+    node.algorithm().x()[at] = std::numeric_limits<Real>::quiet_NaN();
+    est.supplyZero(0.5);
+    std::string msg;
+    try {
+      node.beginRound(1, out);
+    } catch (const DivergedError& e) {
+      msg = e.what();
+    }
+    CHECK(msg.find("training diverged at round 1: the model became non-finite") == 0);
+  }
+}
+
 TEST_CASE("divergence: one NaN or inf anywhere in the model is caught before it is sent") {
+  // D-PSGD with top-k (Node's own pass over x) and with fp32, whose encode checks x in the pass that writes
+  // the frame (Algorithm::prepareChecksFinite); an odd index 5 and the last value 7 of 8 too.
   const Problem p = makeRidge(4, 8, 20, 1e-2, 33);
+  const compress::CompressorSpec fp32{.name = "fp32"};
+  for (const AlgoCase& c : {allCases()[0], AlgoCase{"dpsgd", fp32, fp32}})
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity()}) {
     for (const Eigen::Index at : {Eigen::Index{0}, Eigen::Index{5}, Eigen::Index{7}}) {
+      CAPTURE(c.spec.name);
       CAPTURE(bad);
       CAPTURE(at);
-      CaseEnv env(allCases()[0], p, 0.1);
+      CaseEnv env(c, p, 0.1);
       MiniNet net(4, env.factory());
       net.round(0);
       net.nodes().at(2)->algorithm().x()[at] = static_cast<Real>(bad);

@@ -86,3 +86,41 @@ TEST_CASE("crc32c three-stream hardware path equals the table path around its ch
   for (std::uint32_t r : {1u, 0x80000000u, 0xDEADBEEFu})
     CHECK(crc32c_detail::zeros(r, zeros.size()) == ~crc32cUpdateSoftware(~r, zeros));
 }
+
+TEST_CASE("crc32cUpdateCopy copies and checksums as crc32cUpdate and visits every whole word once") {
+  // Around the three-stream chunk and the 8-byte word: the copy equals the source byte for byte, the
+  // checksum equals the table path's, and the visited words are exactly the source's whole words (their
+  // sum and xor, since the order is unspecified).
+  Rng rng(29);
+  constexpr std::size_t chunk = 3 * crc32c_detail::kStream;
+  std::vector<std::byte> src(2 * chunk + 64);
+  for (auto& b : src) b = std::byte(rng.below(256));
+  for (std::size_t len : {std::size_t{0}, std::size_t{7}, std::size_t{8}, std::size_t{13}, chunk - 1, chunk, chunk + 5,
+                          2 * chunk + 63})
+    for (std::size_t align : {0u, 3u}) {
+      CAPTURE(len);
+      CAPTURE(align);
+      const auto s = std::span<const std::byte>(src).subspan(align, std::min(len, src.size() - align));
+      std::vector<std::byte> dst(s.size() + 1, std::byte{0x5A});
+      std::uint64_t sum = 0, xr = 0, count = 0;
+      const std::uint32_t seed = static_cast<std::uint32_t>(rng.next());
+      const std::uint32_t crc = crc32cUpdateCopy(seed, s, dst.data(), [&](std::uint64_t w) {
+        sum += w;
+        xr ^= w;
+        ++count;
+      });
+      CHECK(crc == crc32cUpdateSoftware(seed, s));
+      CHECK(std::equal(s.begin(), s.end(), dst.begin()));
+      CHECK(dst.back() == std::byte{0x5A});  // nothing written past the end
+      std::uint64_t wantSum = 0, wantXor = 0;
+      for (std::size_t i = 0; i + 8 <= s.size(); i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, s.data() + i, 8);
+        wantSum += w;
+        wantXor ^= w;
+      }
+      CHECK(count == s.size() / 8);
+      CHECK(sum == wantSum);
+      CHECK(xr == wantXor);
+    }
+}
