@@ -95,46 +95,13 @@ inline const Shift& streamShift() {
   return s;
 }
 
-__attribute__((target("sse4.2"))) inline std::uint32_t hardware(std::uint32_t c, const unsigned char* p,
-                                                                 std::size_t n) {
-  if (n >= 3 * kStream) {
-    const Shift& shift = streamShift();
-    while (n >= 3 * kStream) {
-      std::uint64_t a = c, b = 0, d = 0;
-      for (std::size_t i = 0; i < kStream; i += 8) {
-        std::uint64_t va, vb, vd;
-        std::memcpy(&va, p + i, 8);
-        std::memcpy(&vb, p + kStream + i, 8);
-        std::memcpy(&vd, p + 2 * kStream + i, 8);
-        a = _mm_crc32_u64(a, va);
-        b = _mm_crc32_u64(b, vb);
-        d = _mm_crc32_u64(d, vd);
-      }
-      c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
-      p += 3 * kStream;
-      n -= 3 * kStream;
-    }
-  }
-  std::uint64_t c64 = c;
-  while (n >= 8) {
-    std::uint64_t v;
-    std::memcpy(&v, p, 8);
-    c64 = _mm_crc32_u64(c64, v);
-    p += 8;
-    n -= 8;
-  }
-  auto c32 = static_cast<std::uint32_t>(c64);
-  while (n--) c32 = _mm_crc32_u8(c32, *p++);
-  return c32;
-}
-
-// hardware() that also copies the bytes to q and hands each 8-byte word to visit (a check the caller folds
-// into the same pass, e.g. for non-finite values). The words are visited in no particular order; bytes
-// beyond the last whole word are copied and checksummed but not visited.
-// Plain stores: streaming stores (movnti, 8 bytes each) were tried and made a 400 MB encode slower (129 ms
-// against 82 with plain stores; the three separate passes took 149: bench/bench_crc32c).
-template <class Visit>
-__attribute__((target("sse4.2"))) inline std::uint32_t hardwareCopy(std::uint32_t c, const unsigned char* p,
+// The loop of hardware() and hardwareCopy(): with kCopy it also stores each word it reads to q, and it
+// hands every whole 8-byte word to visit (in no particular order; bytes beyond the last whole word are
+// checksummed, and copied, but not visited). Plain stores: streaming stores (movnti, 8 bytes each) were
+// tried for the copy and made a 400 MB encode slower (129 ms against 82; the three separate passes it
+// replaced took 149: bench/bench_crc32c).
+template <bool kCopy, class Visit>
+__attribute__((target("sse4.2"))) inline std::uint32_t hardwareWalk(std::uint32_t c, const unsigned char* p,
                                                                      unsigned char* q, std::size_t n, Visit& visit) {
   if (n >= 3 * kStream) {
     const Shift& shift = streamShift();
@@ -145,9 +112,11 @@ __attribute__((target("sse4.2"))) inline std::uint32_t hardwareCopy(std::uint32_
         std::memcpy(&va, p + i, 8);
         std::memcpy(&vb, p + kStream + i, 8);
         std::memcpy(&vd, p + 2 * kStream + i, 8);
-        std::memcpy(q + i, &va, 8);
-        std::memcpy(q + kStream + i, &vb, 8);
-        std::memcpy(q + 2 * kStream + i, &vd, 8);
+        if constexpr (kCopy) {
+          std::memcpy(q + i, &va, 8);
+          std::memcpy(q + kStream + i, &vb, 8);
+          std::memcpy(q + 2 * kStream + i, &vd, 8);
+        }
         visit(va);
         visit(vb);
         visit(vd);
@@ -157,7 +126,7 @@ __attribute__((target("sse4.2"))) inline std::uint32_t hardwareCopy(std::uint32_
       }
       c = shift(shift(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^ static_cast<std::uint32_t>(d);
       p += 3 * kStream;
-      q += 3 * kStream;
+      if constexpr (kCopy) q += 3 * kStream;
       n -= 3 * kStream;
     }
   }
@@ -165,19 +134,31 @@ __attribute__((target("sse4.2"))) inline std::uint32_t hardwareCopy(std::uint32_
   while (n >= 8) {
     std::uint64_t v;
     std::memcpy(&v, p, 8);
-    std::memcpy(q, &v, 8);
+    if constexpr (kCopy) std::memcpy(q, &v, 8);
     visit(v);
     c64 = _mm_crc32_u64(c64, v);
     p += 8;
-    q += 8;
+    if constexpr (kCopy) q += 8;
     n -= 8;
   }
   auto c32 = static_cast<std::uint32_t>(c64);
   while (n--) {
-    *q++ = *p;
+    if constexpr (kCopy) *q++ = *p;
     c32 = _mm_crc32_u8(c32, *p++);
   }
   return c32;
+}
+
+__attribute__((target("sse4.2"))) inline std::uint32_t hardware(std::uint32_t c, const unsigned char* p,
+                                                                 std::size_t n) {
+  auto none = [](std::uint64_t) {};
+  return hardwareWalk<false>(c, p, nullptr, n, none);
+}
+
+template <class Visit>
+__attribute__((target("sse4.2"))) inline std::uint32_t hardwareCopy(std::uint32_t c, const unsigned char* p,
+                                                                     unsigned char* q, std::size_t n, Visit& visit) {
+  return hardwareWalk<true>(c, p, q, n, visit);
 }
 
 inline bool hasHardware() {
