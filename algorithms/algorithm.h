@@ -54,6 +54,10 @@ struct Incoming {
   Incarnation incarnation = 0;
   std::span<const std::byte> payload;
   std::span<const std::span<const std::byte>> parts = {};
+  // Set by the engine when the pass that verified the frame's checksum found no 4-byte word with a float32's
+  // exponent bits all set (engine/frame.h, checkPayloadPartsScan), for a method whose messagesAreFp32():
+  // its values are then known finite and its own pass over them can be left out. False proves nothing.
+  bool wordsFinite = false;
 };
 
 // The message's bytes as parts: `parts`, or the payload as the only one. The view points into m: valid while
@@ -156,6 +160,10 @@ class Algorithm {
   // mixes of D-PSGD and the primal-dual family, whose kernels walk the values part by part. False: the
   // engine gathers a message that arrived in parts into one buffer first.
   virtual bool readsPayloadParts() const { return false; }
+  // Whether every message is an fp32 payload whose values apply() checks for NaN and infinity: the engine
+  // then looks for such values in the pass that verifies each frame's checksum (Incoming::wordsFinite), and
+  // a message found clean is not read a second time for the check.
+  virtual bool messagesAreFp32() const { return false; }
   // Mixes the neighbours' messages of round t. row.neighbors lists the neighbours of this round with their
   // weights; msgs holds at most one message per neighbour of the row (others are ignored and counted).
   virtual void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) = 0;

@@ -22,6 +22,7 @@ struct Fp32MixScratch {
   std::vector<compress::Fp32Runs> bodies;        // views into runs, made once runs is complete
   std::vector<double> weights;
   std::vector<PeerId> senders;
+  std::vector<char> knownFinite;  // Incoming::wordsFinite of each body's message
 };
 inline Fp32MixScratch& fp32Scratch() {
   thread_local Fp32MixScratch s;
@@ -89,7 +90,7 @@ inline void mixArrived(const compress::Compressor& c, std::span<const Incoming> 
 inline double collectFp32Bodies(std::span<const Incoming> msgs, const topology::MixingRow& row, std::size_t dim,
                                 bool checkFinite) {
   Fp32MixScratch& s = fp32Scratch();
-  s.runs.clear(), s.firstRun.clear(), s.bodies.clear(), s.weights.clear(), s.senders.clear();
+  s.runs.clear(), s.firstRun.clear(), s.bodies.clear(), s.weights.clear(), s.senders.clear(), s.knownFinite.clear();
   double selfWeight = row.self;
   for (const auto& [j, w] : row.neighbors) {
     const Incoming* m = findIncoming(msgs, j);
@@ -105,11 +106,12 @@ inline double collectFp32Bodies(std::span<const Incoming> msgs, const topology::
     }
     s.weights.push_back(w);
     s.senders.push_back(m->from);
+    s.knownFinite.push_back(m->wordsFinite);
   }
   s.firstRun.push_back(s.runs.size());
   for (std::size_t k = 0; k + 1 < s.firstRun.size(); ++k) {
     s.bodies.push_back(compress::Fp32Runs(s.runs).subspan(s.firstRun[k], s.firstRun[k + 1] - s.firstRun[k]));
-    if (checkFinite && !compress::fp32Finite(s.bodies.back()))
+    if (checkFinite && !s.knownFinite[k] && !compress::fp32Finite(s.bodies.back()))
       throw RejectedMessage(s.senders[k], "non-finite value in fp32 payload");
   }
   return selfWeight;

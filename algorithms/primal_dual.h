@@ -34,6 +34,7 @@ class PrimalDual final : public Algorithm {
   bool stateless() const override { return false; }
   // The fp32 path reads a message in parts (no copy of each received model into one buffer).
   bool readsPayloadParts() const override;
+  bool messagesAreFp32() const override { return readsPayloadParts(); }
   bool needsStartStep() const override { return !started_; }
   void startStep(const Vec& g, double lr) override;
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;

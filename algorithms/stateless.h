@@ -22,6 +22,7 @@ class Dpsgd : public Algorithm {
   // Its fp32 mixes read a message in parts (no copy of each received model into one buffer).
   bool readsPayloadParts() const override { return ownIsX_; }
   bool prepareChecksFinite() const override { return ownIsX_; }
+  bool messagesAreFp32() const override { return ownIsX_; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;

@@ -191,6 +191,23 @@ inline std::uint32_t crc32cUpdate(std::uint32_t crc, std::span<const std::byte> 
 }
 inline std::uint32_t crc32c(std::span<const std::byte> data) { return crc32cUpdate(0, data); }
 
+// crc32cUpdate(crc, data) that also hands every whole 8-byte word of data to visit(std::uint64_t) in the same
+// pass (in no particular order; the last data.size() % 8 bytes are not visited): a check of the words the
+// receiver of a frame makes while it verifies the frame's checksum (engine/frame.h, checkPayloadPartsScan).
+template <class Visit>
+inline std::uint32_t crc32cUpdateVisit(std::uint32_t crc, std::span<const std::byte> data, Visit&& visit) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+#ifdef GOSSIP_CRC32C_HW
+  if (crc32c_detail::hasHardware()) return ~crc32c_detail::hardwareWalk<false>(~crc, p, nullptr, data.size(), visit);
+#endif
+  for (std::size_t i = 0; i + 8 <= data.size(); i += 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    visit(v);
+  }
+  return crc32cUpdateSoftware(crc, data);
+}
+
 // Copies src to dst (src.size() bytes, not overlapping) and returns crc32cUpdate(crc, src) from the same
 // pass, handing every whole 8-byte word of src to visit(std::uint64_t) on the way (in no particular order;
 // the last src.size() % 8 bytes are copied but not visited). An encoder that writes a frame's payload

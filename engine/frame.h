@@ -89,6 +89,13 @@ FrameHeader decodeFrameHeader(std::span<const std::byte> bytes);
 void checkPayload(const FrameHeader& h, std::span<const std::byte> payload);
 // The same for a payload held in parts (engine/transport.h, PayloadParts): their concatenation is checked.
 void checkPayloadParts(const FrameHeader& h, std::span<const std::span<const std::byte>> parts);
+// checkPayloadParts, and in the same pass over the bytes whether no 4-byte word of the payload (at an offset
+// from its start that is a multiple of 4) has a float32's eight exponent bits all set. For a payload of
+// float32 values (fp32) that is proof that none is NaN or infinite, so the receiving method may skip its
+// own pass over the values (algo::Incoming::wordsFinite). False, which proves nothing, also when a part
+// does not start at such an offset; a header word that happens to look like a non-finite value only costs
+// the method its own check.
+bool checkPayloadPartsScan(const FrameHeader& h, std::span<const std::span<const std::byte>> parts);
 
 // Unchecked reads of single header fields, for code that must route or count a frame before (or without)
 // decoding it: the transport picks a channel by kind, the runtime counts bytes by sender. Nothing here

@@ -112,16 +112,22 @@ void NodeEngine::drain(Round current) {
   while (transport_.receive(f)) {
     ++stats_.frames_received;
     FrameHeader h;
+    bool wordsFinite = false;
     from_.reset();
     try {
       h = decodeFrameHeader(f.header);
       from_ = h.sender;  // the header checksum holds: count rejections against the id it names
-      if (f.parts) {
-        checkPayloadParts(h, f.parts->parts);
-      } else {
-        if (!f.payload) throw FrameError("length_mismatch", "no payload part");
-        checkPayload(h, *f.payload);
-      }
+      // For a method of fp32 messages, the checksum's pass over a model frame also looks for non-finite
+      // values, so that the method need not read the frame a second time for them.
+      const bool scan = h.kind == FrameKind::Model && node_->algorithm().messagesAreFp32();
+      if (!f.parts && !f.payload) throw FrameError("length_mismatch", "no payload part");
+      const std::span<const std::byte> whole = f.parts ? std::span<const std::byte>() : std::span<const std::byte>(*f.payload);
+      const auto parts = f.parts ? std::span<const std::span<const std::byte>>(f.parts->parts)
+                                 : std::span<const std::span<const std::byte>>(&whole, 1);
+      if (scan)
+        wordsFinite = checkPayloadPartsScan(h, parts);
+      else
+        checkPayloadParts(h, parts);
     } catch (const FrameError& e) {
       reject(e.reason);
       continue;
@@ -150,7 +156,7 @@ void NodeEngine::drain(Round current) {
       continue;
     }
     if (acceptModel(h, current))
-      inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts), h.degree});
+      inbox_.push_back({h.round, h.sender, h.incarnation, std::move(f.payload), std::move(f.parts), h.degree, wordsFinite});
   }
   from_.reset();
 }
@@ -216,14 +222,14 @@ void NodeEngine::endRound(Round t) {
     while (in != ready_.end() && in->sender < j) ++in;
     if (in == ready_.end() || in->sender != j) continue;
     if (!in->parts) {
-      msgs.push_back({j, in->incarnation, *in->payload});
+      msgs.push_back({j, in->incarnation, *in->payload, {}, in->wordsFinite});
     } else if (inParts) {
-      msgs.push_back({j, in->incarnation, {}, in->parts->parts});
+      msgs.push_back({j, in->incarnation, {}, in->parts->parts, in->wordsFinite});
     } else {  // a method that reads one buffer: the parts are copied into one of gathered_, reused every round
       // (growing gathered_ moves its vectors, whose heap buffers, which earlier msgs point into, stay put)
       if (gathered_.size() <= gathered) gathered_.emplace_back();
       gatherParts(*in->parts, gathered_[gathered]);
-      msgs.push_back({j, in->incarnation, gathered_[gathered++]});
+      msgs.push_back({j, in->incarnation, gathered_[gathered++], {}, in->wordsFinite});
     }
   }
   if (stateless_) stats_.messages_missing += expectedMessages() - msgs.size();

@@ -169,6 +169,7 @@ class NodeEngine {
     SharedBytes payload;
     SharedParts parts;  // instead of payload: a large frame left in the transport's parts (engine/transport.h)
     std::uint16_t degree = 0;  // linked mode: the sender's announced degree
+    bool wordsFinite = false;  // checkPayloadPartsScan found no non-finite float32 word (algo::Incoming::wordsFinite)
   };
   // Model frames waiting for their round, unsorted: appended by drain(), sorted by (round, sender) once
   // per round in endRound() (a flat vector: no per-message node allocation on the hot path).

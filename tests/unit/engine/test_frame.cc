@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <limits>
+#include <vector>
 #include <set>
 #include <string>
 
@@ -188,4 +190,61 @@ TEST_CASE("peekKindByte - peekIsKind and peekSender read the fields decodeFrameH
   CHECK(peekKindByte(eleven));
   CHECK(!peekSender(eleven));
   CHECK(peekSender(Bytes(12)));
+}
+
+TEST_CASE("checkPayloadPartsScan checks as checkPayloadParts and finds a non-finite float32 word in any part") {
+  // An fp32-like payload (an 8-byte header, then float32 values), whole and cut into parts of 4-aligned
+  // irregular sizes (some ending in half a word, whose last value the 8-byte walk does not visit): clean,
+  // it scans true; a NaN or infinity at any value makes it false; a part that starts inside a word proves
+  // nothing (false); the checksum and length checks are checkPayloadParts's.
+  Rng rng(11);
+  for (std::size_t values : {1u, 2u, 7u, 4000u}) {
+    CAPTURE(values);
+    Bytes payload(8 + 4 * values);
+    const std::uint32_t dim = static_cast<std::uint32_t>(values);
+    std::memcpy(payload.data() + 4, &dim, 4);
+    for (std::size_t i = 0; i < values; ++i) {
+      const float f = static_cast<float>(rng.normal());
+      std::memcpy(payload.data() + 8 + 4 * i, &f, 4);
+    }
+    auto cut = [&](const Bytes& p, std::size_t step) {  // parts of 12, then 4 * (1 + offset % step) bytes
+      std::vector<std::span<const std::byte>> parts;
+      for (std::size_t at = 0, n = 12; at < p.size(); at += n, n = 4 * (1 + at % step))
+        parts.emplace_back(p.data() + at, std::min(n, p.size() - at));
+      return parts;
+    };
+    auto scan = [&](const Bytes& p, const std::vector<std::span<const std::byte>>& parts) {
+      FrameHeader h;
+      h.kind = FrameKind::Model;
+      sealPayload(h, p);
+      return checkPayloadPartsScan(h, parts);
+    };
+    const std::vector<std::span<const std::byte>> whole{std::span<const std::byte>(payload)};
+    CHECK(scan(payload, whole));
+    CHECK(scan(payload, cut(payload, 7)));
+    CHECK(scan(payload, cut(payload, 3)));
+    for (std::size_t at : {std::size_t{0}, values / 2, values - 1}) {
+      for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        CAPTURE(at);
+        Bytes b = payload;
+        std::memcpy(b.data() + 8 + 4 * at, &bad, 4);
+        const std::vector<std::span<const std::byte>> w{std::span<const std::byte>(b)};
+        CHECK_FALSE(scan(b, w));
+        CHECK_FALSE(scan(b, cut(b, 7)));
+        CHECK_FALSE(scan(b, cut(b, 3)));
+      }
+    }
+    if (payload.size() > 13) {  // a part boundary inside a value: the words walked are not the payload's
+      const std::vector<std::span<const std::byte>> odd{std::span<const std::byte>(payload).first(13),
+                                                        std::span<const std::byte>(payload).subspan(13)};
+      CHECK_FALSE(scan(payload, odd));
+    }
+    FrameHeader h;
+    sealPayload(h, payload);
+    ++h.payload_crc;
+    CHECK_THROWS_AS(checkPayloadPartsScan(h, whole), FrameError);
+    sealPayload(h, payload);
+    ++h.payload_bytes;
+    CHECK_THROWS_AS(checkPayloadPartsScan(h, whole), FrameError);
+  }
 }

@@ -3,6 +3,8 @@
 // rounds, duplicates, other epochs, corrupt payloads) are rejected by reason without touching the model.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <deque>
 #include <memory>
 #include <set>
@@ -214,6 +216,49 @@ TEST_CASE("engine: a stateless round treats an undecodable payload as missing") 
   CHECK(victim.stats().rejected.at("bad_payload") == 1);
   CHECK(victim.stats().messages_missing == 1);
   CHECK(victim.node().algorithm().x().allFinite());
+}
+
+TEST_CASE("engine: an fp32 frame with a NaN or an infinity under a valid checksum is refused and x stays finite") {
+  // The checksum's pass looks for non-finite values (checkPayloadPartsScan) so that D-PSGD and LEAD with
+  // fp32 need not read a clean frame again; a frame with one must still be refused, wherever the value is.
+  for (const std::string algorithm : {"dpsgd", "lead"}) {
+    for (const std::size_t at : {std::size_t{0}, std::size_t{5}, std::size_t{10}}) {
+      for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        CAPTURE(algorithm);
+        CAPTURE(at);
+        CAPTURE(bad);
+        Cluster c(3, algorithm, {.name = "fp32"});
+        auto& victim = *c.engines.at(0);
+        // LEAD's first round sends nothing (its start step); a round of everyone first, then the bad frame
+        // of node 1 for the next round ahead of its real one (which then counts as a duplicate).
+        const Round t = victim.node().algorithm().needsStartStep() ? 1 : 0;
+        if (t == 1) c.round(0);
+        const auto dim = static_cast<Eigen::Index>(c.model->dim());
+        REQUIRE(static_cast<Eigen::Index>(at) < dim);
+        training::Vec v = training::Vec::Constant(dim, Real(0.25));
+        v[static_cast<Eigen::Index>(at)] = static_cast<Real>(bad);
+        compress::Encoded enc;
+        Rng rng(3);
+        c.comp->encode(std::span<const Real>(v.data(), static_cast<std::size_t>(dim)), rng, enc);
+        FrameHeader h;
+        h.sender = 1;
+        h.round = t;
+        h.epoch = static_cast<std::uint32_t>(c.epoch);
+        c.net.deliver(1, 0, header(h, enc.bytes), std::make_shared<const Bytes>(enc.bytes), false);
+        std::string refused;
+        try {
+          c.round(t);
+        } catch (const algo::RejectedMessage& e) {
+          refused = e.what();  // a replica method cannot mix its round without the message: the round stops
+        }
+        if (algorithm == "dpsgd")
+          CHECK(victim.stats().rejected.count("bad_payload") == 1);  // mixed without it, as a missing one
+        else
+          CHECK(refused == "message from 1 rejected: non-finite value in fp32 payload");
+        CHECK(victim.node().algorithm().x().allFinite());
+      }
+    }
+  }
 }
 
 // Keeps every payload it sends until the caller releases it, like a zero-copy send of a large frame that
