@@ -1,7 +1,9 @@
 // The frame payload checksum (core/crc32c.h) against a memcpy of the same bytes: the three-stream hardware
 // path over a whole payload, and one crc32 chain (the same function fed pieces shorter than a three-stream
 // chunk). And D-PSGD fp32's encode (compressors/cast.h, fp32EncodeChecked: copy, checksum and finiteness
-// check in one pass) against the three passes it replaced (memcpy, crc32c, a finiteness pass). Best of
+// check in one pass) against the three passes it replaced (memcpy, crc32c, a finiteness pass), and the
+// receiver's check of a frame (engine/frame.h, checkPayloadPartsScan: checksum and finiteness in one pass)
+// against its two passes. Best of
 // --reps runs each. Writes one JSON object.
 //   bench_crc32c [--mb 80] [--reps 7]
 #include <algorithm>
@@ -76,7 +78,25 @@ int main(int argc, char** argv) {
     }
     return crc ^ bad;
   });
+  // The receiver's side, over the encoded frame: its checksum with the scan for non-finite words, and the
+  // checksum followed by a finiteness pass over the values.
+  auto nonFinite = [](std::uint64_t w) {
+    const std::uint64_t m = w & 0x7F8000007F800000ull;
+    return static_cast<std::uint64_t>((m & 0xFFFFFFFFull) == 0x7F800000ull) | static_cast<std::uint64_t>((m >> 32) == 0x7F800000ull);
+  };
+  const double scanFused = bestMs(reps, [&] {
+    std::uint64_t bad = 0;
+    const std::uint32_t crc = gossip::crc32cUpdateVisit(0, enc.bytes, [&](std::uint64_t w) { bad |= nonFinite(w); });
+    return crc ^ static_cast<std::uint32_t>(bad);
+  });
+  const double scanSeparate = bestMs(reps, [&] {
+    const std::uint32_t crc = gossip::crc32c(enc.bytes);
+    const auto body = std::span<const std::byte>(enc.bytes).subspan(gossip::compress::kCodecHeaderBytes);
+    return crc ^ static_cast<std::uint32_t>(gossip::compress::fp32Finite(gossip::compress::Fp32Runs(&body, 1)));
+  });
   nlohmann::json out = {{"bytes", buf.size()},
+                        {"receive_check_fused_ms", scanFused},
+                        {"receive_check_two_passes_ms", scanSeparate},
                         {"fp32_encode_fused_ms", fused},
                         {"fp32_encode_three_passes_ms", separate},
                         {"fp32_encode_fused_in_memcpys", fused / mem},
