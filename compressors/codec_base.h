@@ -39,6 +39,7 @@ inline std::uint32_t checkedDim(std::size_t n) {
 // Clears out and writes the 8-byte header; returns a writer positioned after it.
 inline void writeHeader(Encoded& out, CodecId codec, std::uint16_t param, std::uint32_t dim,
                         std::size_t totalBytes) {
+  out.crc.reset();  // whoever computes the checksum sets it after writing the bytes (Encoded::crc)
   out.bytes.clear();
   out.bytes.reserve(totalBytes);
   ByteWriter w(out.bytes);

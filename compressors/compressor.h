@@ -67,7 +67,8 @@ struct Encoded {
   // crc32c of bytes, when the encoder computed it in the pass that wrote them (fp32EncodeChecked,
   // compressors/cast.h): the engine's frame checksum then takes no pass of its own over the payload. Valid
   // only while crc_bytes == bytes.size(): a wrapper that appends a trailer after its method's encode
-  // (LeaderPull, CltkRound) leaves it stale, and knownCrc() then says nothing. Every codec's encode resets it.
+  // (LeaderPull, CltkRound) leaves it stale, and knownCrc() then says nothing. Every codec's encode resets it
+  // (beginPayload, writeHeader), and so does the engine before each round.
   std::optional<std::uint32_t> crc;
   std::size_t crc_bytes = 0;
   std::size_t size() const { return bytes.size(); }
