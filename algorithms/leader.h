@@ -34,6 +34,11 @@ class LeaderPull final : public Base {
  public:
   LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
   std::string_view name() const override { return "lsgd"; }
+  // A message is its method's payload followed by a trailer, which parse() reads from the end of one buffer:
+  // the engine gathers a message that arrived in parts (the base's fp32 D-PSGD would take them in place,
+  // and every message of a model above 1 MiB would be refused as too short), and no scan's flag is passed on.
+  bool readsPayloadParts() const override { return false; }
+  bool messagesAreFp32() const override { return false; }
   void noteLoss(double loss) override;
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;

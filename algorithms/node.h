@@ -49,6 +49,9 @@ class Node {
   void endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row);
 
   bool consensusRound(Round t) const { return t >= sched_.consensus_from; }
+  // Whether round t's messages are read in parts (Algorithm::readsPayloadParts): never in the final
+  // consensus phase, whose mix (mixArrived) reads one buffer per message.
+  bool readsPayloadParts(Round t) const { return !consensusRound(t) && algo_->readsPayloadParts(); }
   // Whether beginRound(t) would begin with the method's start step (LEAD family, first round).
   bool needsStartStep(Round t) const { return !consensusRound(t) && algo_->needsStartStep(); }
   // Only the start step of round t: one gradient at x, then Algorithm::startStep; beginRound(t) then goes

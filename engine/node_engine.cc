@@ -215,7 +215,7 @@ void NodeEngine::endRound(Round t) {
   // Row neighbours and ready_ are both sorted by id: one merge walk.
   std::vector<algo::Incoming>& msgs = msgs_;
   msgs.clear();
-  const bool inParts = node_->algorithm().readsPayloadParts();
+  const bool inParts = node_->readsPayloadParts(t);
   std::size_t gathered = 0;
   auto in = ready_.begin();
   for (const auto& [j, w] : row_.neighbors) {
