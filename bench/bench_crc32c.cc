@@ -18,6 +18,7 @@
 #include "compressors/cast.h"
 #include "compressors/compressor.h"
 #include "core/crc32c.h"
+#include "core/float_words.h"
 
 namespace {
 
@@ -80,13 +81,9 @@ int main(int argc, char** argv) {
   });
   // The receiver's side, over the encoded frame: its checksum with the scan for non-finite words, and the
   // checksum followed by a finiteness pass over the values.
-  auto nonFinite = [](std::uint64_t w) {
-    const std::uint64_t m = w & 0x7F8000007F800000ull;
-    return static_cast<std::uint64_t>((m & 0xFFFFFFFFull) == 0x7F800000ull) | static_cast<std::uint64_t>((m >> 32) == 0x7F800000ull);
-  };
   const double scanFused = bestMs(reps, [&] {
     std::uint64_t bad = 0;
-    const std::uint32_t crc = gossip::crc32cUpdateVisit(0, enc.bytes, [&](std::uint64_t w) { bad |= nonFinite(w); });
+    const std::uint32_t crc = gossip::crc32cUpdateVisit(0, enc.bytes, [&](std::uint64_t w) { bad |= gossip::nonFiniteFloatPair(w); });
     return crc ^ static_cast<std::uint32_t>(bad);
   });
   const double scanSeparate = bestMs(reps, [&] {

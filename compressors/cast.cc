@@ -8,6 +8,7 @@
 
 #include "compressors/codec_base.h"
 #include "core/crc32c.h"
+#include "core/float_words.h"
 #include "compressors/half.h"
 #include "compressors/quant_common.h"
 #include "compressors/simd.h"
@@ -156,12 +157,9 @@ std::span<std::byte> fp32PayloadBody(Encoded& out, std::size_t dim) {
 
 bool fp32EncodeChecked(std::span<const float> x, Encoded& out) {
   const std::span<std::byte> body = fp32PayloadBody(out, x.size());
-  // A float is NaN or infinite when its eight exponent bits are all set; a word holds two floats.
+  // Each 8-byte word of the copy holds two values (core/float_words.h).
   std::uint64_t bad = 0;
-  auto check = [&bad](std::uint64_t w) {
-    const std::uint64_t m = w & 0x7F8000007F800000ull;
-    bad |= static_cast<std::uint64_t>((m & 0xFFFFFFFFull) == 0x7F800000ull) | static_cast<std::uint64_t>((m >> 32) == 0x7F800000ull);
-  };
+  auto check = [&bad](std::uint64_t w) { bad |= nonFiniteFloatPair(w); };
   std::uint32_t crc = crc32c(std::span<const std::byte>(out.bytes.data(), kCodecHeaderBytes));
   crc = crc32cUpdateCopy(crc, std::as_bytes(x), body.data(), check);
   if (x.size() % 2 != 0) {  // the last value is not in a whole word: crc32cUpdateCopy copied it unvisited

@@ -1,6 +1,7 @@
 #include "engine/frame.h"
 
 #include "core/crc32c.h"
+#include "core/float_words.h"
 
 namespace gossip::engine {
 
@@ -79,31 +80,30 @@ void checkPayload(const FrameHeader& h, std::span<const std::byte> payload) {
   checkPayloadParts(h, std::span<const std::span<const std::byte>>(&payload, 1));
 }
 
-void checkPayloadParts(const FrameHeader& h, std::span<const std::span<const std::byte>> parts) {
+namespace {
+// The two checks of checkPayloadParts and checkPayloadPartsScan: the parts' length against the header's,
+// before any byte is read, and the checksum computed over them against the header's.
+void checkLength(const FrameHeader& h, std::span<const std::span<const std::byte>> parts) {
   std::size_t bytes = 0;
   for (const auto& p : parts) bytes += p.size();
   if (bytes != h.payload_bytes)
     throw FrameError("length_mismatch", std::to_string(bytes) + " payload bytes, header says " +
                                             std::to_string(h.payload_bytes));
-  std::uint32_t crc = 0;
-  for (const auto& p : parts) crc = crc32cUpdate(crc, p);
-  if (crc != h.payload_crc) throw FrameError("bad_payload_crc", "payload checksum mismatch");
 }
-
-namespace {
-// Whether a float32 in either half of a little-endian word is NaN or infinite: all eight exponent bits set.
-inline std::uint64_t nonFinitePair(std::uint64_t w) {
-  const std::uint64_t m = w & 0x7F8000007F800000ull;
-  return static_cast<std::uint64_t>((m & 0xFFFFFFFFull) == 0x7F800000ull) | static_cast<std::uint64_t>((m >> 32) == 0x7F800000ull);
+void checkCrc(const FrameHeader& h, std::uint32_t crc) {
+  if (crc != h.payload_crc) throw FrameError("bad_payload_crc", "payload checksum mismatch");
 }
 }  // namespace
 
+void checkPayloadParts(const FrameHeader& h, std::span<const std::span<const std::byte>> parts) {
+  checkLength(h, parts);
+  std::uint32_t crc = 0;
+  for (const auto& p : parts) crc = crc32cUpdate(crc, p);
+  checkCrc(h, crc);
+}
+
 bool checkPayloadPartsScan(const FrameHeader& h, std::span<const std::span<const std::byte>> parts) {
-  std::size_t bytes = 0;
-  for (const auto& p : parts) bytes += p.size();
-  if (bytes != h.payload_bytes)
-    throw FrameError("length_mismatch", std::to_string(bytes) + " payload bytes, header says " +
-                                            std::to_string(h.payload_bytes));
+  checkLength(h, parts);
   std::uint32_t crc = 0;
   std::uint64_t bad = 0;
   bool aligned = true;
@@ -111,14 +111,14 @@ bool checkPayloadPartsScan(const FrameHeader& h, std::span<const std::span<const
     // Words are walked from each part's start: they are the payload's 4-byte words only if the part starts
     // at a multiple of 4 (all parts before it have such sizes).
     aligned = aligned && p.size() % 4 == 0;
-    crc = crc32cUpdateVisit(crc, p, [&bad](std::uint64_t w) { bad |= nonFinitePair(w); });
+    crc = crc32cUpdateVisit(crc, p, [&bad](std::uint64_t w) { bad |= nonFiniteFloatPair(w); });
     if (p.size() % 8 == 4) {  // the part's last value is not in a whole word: not visited
       std::uint32_t u;
       std::memcpy(&u, p.data() + p.size() - 4, 4);
-      bad |= nonFinitePair(u);
+      bad |= nonFiniteFloatPair(u);
     }
   }
-  if (crc != h.payload_crc) throw FrameError("bad_payload_crc", "payload checksum mismatch");
+  checkCrc(h, crc);
   return aligned && bad == 0;
 }
 
