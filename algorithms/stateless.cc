@@ -104,7 +104,8 @@ void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& o
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   // v = x_half + delta; c = C(v) into out; delta updated in place (no dense c_i is kept: the mix adds the
   // message's own bytes, which for top-k are k values, not d).
-  ef_.compress(detail::view(x_), rng, out);
+  // The compress checks x (prepareChecksFinite); Node turns the DecodeError into "the model became non-finite".
+  if (!ef_.compress(detail::view(x_), rng, out)) throw DecodeError("deepsqueeze: x holds a NaN or an infinity");
   own_ = out.bytes;
   ownDense_ = false;
   lr_ = lr;

@@ -63,6 +63,9 @@ class DeepSqueeze : public Algorithm {
   std::string_view name() const override { return "deepsqueeze"; }
   bool stateless() const override { return true; }
   bool acceptsZeroGradient() const override { return true; }
+  // The error feedback's add reads x once and checks it on the way (compress::ErrorFeedback::compress). With
+  // double state Node keeps its own check, which also refuses a norm above ~1e154 (node.cc).
+  bool prepareChecksFinite() const override { return !kRealIsDouble; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;

@@ -18,6 +18,7 @@
 //
 // Malformed input: decodeAdd validates the whole buffer (header, codec, dimension, lengths, index ranges,
 // non-finite values) BEFORE touching acc, and throws DecodeError. It never reads outside the buffer.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -95,6 +96,17 @@ class Compressor {
   virtual void encode(std::span<const float> x, Rng& rng, Encoded& out) const = 0;
   virtual void encode(std::span<const double> x, Rng& rng, Encoded& out) const = 0;
 
+  // Error feedback's encode (compressors/error_feedback.h): m += x (each sum rounded once), then
+  // encode(m, rng, out), and a check that every x_i is finite, which is the return value (false: m holds
+  // the sums and out is unspecified). m.size() must equal x.size(). This default makes the add and the
+  // check one pass and the encode its own; top-k fuses all three into its selection's pass.
+  virtual bool encodeAdded(std::span<float> m, std::span<const float> x, Rng& rng, Encoded& out) const {
+    return encodeAddedDefault(m, x, rng, out);
+  }
+  virtual bool encodeAdded(std::span<double> m, std::span<const double> x, Rng& rng, Encoded& out) const {
+    return encodeAddedDefault(m, x, rng, out);
+  }
+
   // acc += scale * decode(payload). acc.size() must equal the payload's dim, else DecodeError.
   virtual void decodeAdd(std::span<const std::byte> payload, std::span<float> acc, double scale = 1.0) const = 0;
   virtual void decodeAdd(std::span<const std::byte> payload, std::span<double> acc, double scale = 1.0) const = 0;
@@ -111,6 +123,19 @@ class Compressor {
   // Whether sparseSupport names a payload's support (so a mix can work in place); asked without a payload,
   // e.g. by the memory estimate (daemon/config/memory_estimate.cc).
   virtual bool sparse() const { return false; }
+
+ protected:
+  template <class T>
+  bool encodeAddedDefault(std::span<T> m, std::span<const T> x, Rng& rng, Encoded& out) const {
+    bool finite = true;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      finite &= std::isfinite(x[i]);
+      m[i] += x[i];
+    }
+    if (!finite) return false;
+    encode(std::span<const T>(m), rng, out);
+    return true;
+  }
 };
 
 // User-facing description of a compressor, filled from the [compressor] config section.

@@ -1,6 +1,7 @@
 #include "compressors/error_feedback.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -11,22 +12,28 @@ ErrorFeedback::ErrorFeedback(const Compressor& c, std::uint32_t dim, double beta
   if (!(beta > 0.0 && beta <= 1.0)) throw ConfigError("compressor.beta must be in (0, 1]");
 }
 
-void ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out) {
+bool ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out) {
   GOSSIP_CHECK(x.size() == memory_.size());
   const std::span<Real> m(memory_);
   if (beta_ == 1.0) {
-    // m <- p = m + x; c = C(p); m <- p - c (one rounding, as p - c computed aside would have).
-    for (std::size_t i = 0; i < x.size(); ++i) m[i] += x[i];
-    c_.encode(std::span<const Real>(m), rng, out);
+    // m <- p = m + x; c = C(p) (the compressor may fuse the add into its encode: top-k does, in the
+    // selection's pass); m <- p - c (one rounding, as p - c computed aside would have).
+    if (!c_.encodeAdded(m, x, rng, out)) return false;
     c_.decodeAdd(out.view(), m, -1.0);
-    return;
+    return true;
   }
   p_.resize(memory_.size());
-  for (std::size_t i = 0; i < x.size(); ++i) p_[i] = memory_[i] + x[i];
+  bool finite = true;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    finite &= std::isfinite(x[i]);
+    p_[i] = memory_[i] + x[i];
+  }
+  if (!finite) return false;
   c_.encode(std::span<const Real>(p_), rng, out);
   // m <- (1 - beta) m + beta p - beta c
   for (std::size_t i = 0; i < x.size(); ++i) m[i] = static_cast<Real>((1.0 - beta_) * m[i] + beta_ * p_[i]);
   c_.decodeAdd(out.view(), m, -beta_);
+  return true;
 }
 
 void ErrorFeedback::setMemory(std::span<const Real> m) {

@@ -23,7 +23,9 @@ class ErrorFeedback {
   // Encodes p = m + x into out and updates the memory, with c = decode(out), exactly what receivers reconstruct.
   // No dense copy of c is made: with beta = 1 the memory itself holds p while it is encoded and then has c
   // subtracted from the bytes (for top-k, k values); beta < 1 needs p aside (d values, made on first use).
-  void compress(std::span<const Real> x, Rng& rng, Encoded& out);
+  // Checks x on the way: false when some x_i is NaN or infinite (the memory is then spoilt and out
+  // unspecified; the caller ends the run: DeepSqueeze's "the model became non-finite").
+  [[nodiscard]] bool compress(std::span<const Real> x, Rng& rng, Encoded& out);
 
   std::span<const Real> memory() const { return memory_; }
   // Restores a checkpointed memory; m.size() must equal the dimension.

@@ -153,22 +153,89 @@ void collectAtLeast(std::span<const T> x, T t, Scratch<T>& s) {
   s.candMag.resize(n);
 }
 
+// One block of collectAtLeast's loop fused with the add that makes its input: m[0..32) += x[0..32). The
+// hit test then reads the sums while they are still in L1. Returns 1 if some x_j of the block is not finite
+// (its exponent bits all set).
 template <class T>
-void selectImpl(std::span<const T> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
-  GOSSIP_CHECK(x.size() <= 0xFFFFFFFFull, "selectTopK input longer than 2^32-1");
-  const std::size_t d = x.size();
-  idx.clear();
-  if (k == 0 || d == 0) return;
-  if (k >= d) {
-    idx.resize(d);
-    for (std::size_t i = 0; i < d; ++i) idx[i] = static_cast<std::uint32_t>(i);
-    return;
+std::uint32_t addBlock(T* m, const T* x) {
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr U kExp = static_cast<U>(sizeof(T) == 4 ? 0x7F800000ull : 0x7FF0000000000000ull);
+  std::uint32_t bad = 0;
+  for (std::size_t j = 0; j < kBlock; ++j) {
+    U u;
+    std::memcpy(&u, x + j, sizeof u);
+    bad |= static_cast<std::uint32_t>((u & kExp) == kExp);
+    m[j] += x[j];
   }
+  return bad;
+}
+
+// m += x and collectAtLeast(m, t) in one pass over both vectors, where they were two passes (and a third,
+// the caller's finiteness check of x). Returns false when some x_i is not finite: m then holds the sums
+// and the candidates mean nothing.
+template <class T>
+bool addAndCollectAtLeast(std::span<T> m, std::span<const T> x, T t, Scratch<T>& s) {
+  using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  constexpr I kMag = std::numeric_limits<I>::max();
+  const I tb = std::bit_cast<I>(t);
+  const std::size_t d = m.size();
+  T* p = m.data();
+  std::size_t n = 0;
+  std::uint32_t bad = 0;
+  if (s.cand.size() < 4 * kBlock) s.cand.resize(4 * kBlock), s.candMag.resize(4 * kBlock);
+  auto ensureBlock = [&] {
+    if (n + kBlock > s.cand.size()) s.cand.resize(2 * s.cand.size()), s.candMag.resize(2 * s.candMag.size());
+  };
+  std::size_t i = 0;
+  for (; i + kBlock <= d; i += kBlock) {
+    bad |= addBlock(p + i, x.data() + i);
+    std::uint32_t hits = 0;
+#if defined(__SSE2__)
+    if constexpr (std::is_same_v<T, float>) {
+      hits = hitMask32(p + i, tb);
+    } else
+#endif
+    {
+      I bits[kBlock];
+      std::memcpy(bits, p + i, sizeof bits);
+      for (std::size_t j = 0; j < kBlock; ++j) hits |= static_cast<std::uint32_t>((bits[j] & kMag) >= tb) << j;
+    }
+    if (hits == 0) continue;
+    ensureBlock();
+    do {
+      const auto j = static_cast<unsigned>(std::countr_zero(hits));
+      hits &= hits - 1;
+      s.cand[n] = static_cast<std::uint32_t>(i + j);
+      s.candMag[n++] = std::abs(p[i + j]);
+    } while (hits != 0);
+  }
+  ensureBlock();
+  for (; i < d; ++i) {
+    bad |= static_cast<std::uint32_t>(!std::isfinite(x[i]));
+    p[i] += x[i];
+    const T a = std::abs(p[i]);
+    if (a >= t) s.cand[n] = static_cast<std::uint32_t>(i), s.candMag[n++] = a;
+  }
+  s.cand.resize(n);
+  s.candMag.resize(n);
+  return bad == 0;
+}
+
+// The k largest |x_i| into idx (ascending). The first pass over x is `firstCollect(t)`: collectAtLeast(x,
+// t), or for addAndSelectTopK the add that makes x fused with it; the sample is read through `sampleAt`,
+// which for the fused path adds on the fly (the sample comes before the pass). False when firstCollect
+// reports bad input (nothing is selected then).
+template <class T, class SampleAt, class FirstCollect>
+bool selectWith(std::span<const T> x, std::uint32_t k, std::vector<std::uint32_t>& idx, SampleAt sampleAt,
+                FirstCollect firstCollect) {
+  const std::size_t d = x.size();
+  GOSSIP_CHECK(k > 0 && k < d, "selectWith: k out of range");
+  idx.clear();
   auto& s = scratch<T>();
   if (d < kDirectBelow) {
-    collectAtLeast(x, T(0), s);
+    if (!firstCollect(T(0))) return false;  // every entry is a candidate
     exactAmongCandidates(k, s, idx);
-    return;
+    return true;
   }
 
   // Deterministic strided sample of magnitudes. Each attempt partially orders it for one rank only.
@@ -176,13 +243,13 @@ void selectImpl(std::span<const T> x, std::uint32_t k, std::vector<std::uint32_t
   const std::size_t m = std::min(kSampleSize, d / stride);  // j * stride + stride / 2 < d for j < m
   auto& sample = s.work;
   sample.resize(m);
-  for (std::size_t j = 0; j < m; ++j) sample[j] = std::abs(x[j * stride + stride / 2]);
+  for (std::size_t j = 0; j < m; ++j) sample[j] = std::abs(sampleAt(j * stride + stride / 2));
 
   // Rank in the sample of the true k-th magnitude, plus three standard deviations (binomial) so that one
   // pass nearly always suffices; an under-estimate costs another pass at a lower threshold.
   const double expect = static_cast<double>(k) * static_cast<double>(m) / static_cast<double>(d);
   double rank = expect + 3.0 * std::sqrt(expect) + 2.0;
-  for (;;) {
+  for (bool first = true;; first = false) {
     T t = 0;
     if (rank < static_cast<double>(m)) {
       const auto r = static_cast<std::size_t>(rank);
@@ -190,13 +257,77 @@ void selectImpl(std::span<const T> x, std::uint32_t k, std::vector<std::uint32_t
                        std::greater<T>());
       t = sample[r];
     }
-    collectAtLeast(x, t, s);
+    if (!first)
+      collectAtLeast(x, t, s);
+    else if (!firstCollect(t))
+      return false;
     if (s.cand.size() >= k) break;
     GOSSIP_CHECK(t > 0, "top-k threshold 0 admitted fewer than k entries");  // only with NaN input
     rank *= 4.0;
   }
   exactAmongCandidates(k, s, idx);
+  return true;
 }
+
+// k == 0 and k >= d need no selection: idx is then empty or every index.
+bool trivialSelection(std::size_t d, std::uint32_t k, std::vector<std::uint32_t>& idx) {
+  idx.clear();
+  if (k != 0 && k < d) return false;
+  if (k != 0) {
+    idx.resize(d);
+    for (std::size_t i = 0; i < d; ++i) idx[i] = static_cast<std::uint32_t>(i);
+  }
+  return true;
+}
+
+template <class T>
+void selectImpl(std::span<const T> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
+  GOSSIP_CHECK(x.size() <= 0xFFFFFFFFull, "selectTopK input longer than 2^32-1");
+  if (trivialSelection(x.size(), k, idx)) return;
+  auto& s = scratch<T>();
+  selectWith<T>(
+      x, k, idx, [&](std::size_t i) { return x[i]; },
+      [&](T t) {
+        collectAtLeast(x, t, s);
+        return true;
+      });
+}
+
+template <class T>
+bool addAndSelectImpl(std::span<T> m, std::span<const T> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
+  GOSSIP_CHECK(m.size() == x.size(), "addAndSelectTopK: the vectors' sizes differ");
+  GOSSIP_CHECK(x.size() <= 0xFFFFFFFFull, "selectTopK input longer than 2^32-1");
+  if (trivialSelection(x.size(), k, idx)) {
+    std::uint32_t bad = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      bad |= static_cast<std::uint32_t>(!std::isfinite(x[i]));
+      m[i] += x[i];
+    }
+    return bad == 0;
+  }
+  auto& s = scratch<T>();
+  return selectWith<T>(
+      std::span<const T>(m), k, idx, [&](std::size_t i) { return static_cast<T>(m[i] + x[i]); },
+      [&](T t) { return addAndCollectAtLeast(m, x, t, s); });
+}
+
+}  // namespace
+
+void selectTopK(std::span<const float> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
+  selectImpl(x, k, idx);
+}
+void selectTopK(std::span<const double> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
+  selectImpl(x, k, idx);
+}
+bool addAndSelectTopK(std::span<float> m, std::span<const float> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
+  return addAndSelectImpl(m, x, k, idx);
+}
+bool addAndSelectTopK(std::span<double> m, std::span<const double> x, std::uint32_t k,
+                      std::vector<std::uint32_t>& idx) {
+  return addAndSelectImpl(m, x, k, idx);
+}
+
+namespace {
 
 // ---------------------------------------------------------------- index coding
 
@@ -213,13 +344,6 @@ IndexForm chooseForm(std::uint32_t dim, std::uint32_t k) {
 }
 
 }  // namespace
-
-void selectTopK(std::span<const float> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
-  selectImpl(x, k, idx);
-}
-void selectTopK(std::span<const double> x, std::uint32_t k, std::vector<std::uint32_t>& idx) {
-  selectImpl(x, k, idx);
-}
 
 std::size_t indexBytes(std::uint32_t dim, std::uint32_t k) {
   return 1 + std::min(packedSize(dim, k), bitmapSize(dim));

@@ -14,6 +14,12 @@ namespace gossip::compress {
 void selectTopK(std::span<const float> x, std::uint32_t k, std::vector<std::uint32_t>& idx);
 void selectTopK(std::span<const double> x, std::uint32_t k, std::vector<std::uint32_t>& idx);
 
+// m += x (each sum rounded once), then selectTopK(m, k, idx), in one pass over both vectors where the two
+// took two (error feedback's p = m + x and its selection; with the caller's finiteness check of x, three).
+// Returns false when some x_i is NaN or infinite: m then holds the sums and idx is unspecified.
+bool addAndSelectTopK(std::span<float> m, std::span<const float> x, std::uint32_t k, std::vector<std::uint32_t>& idx);
+bool addAndSelectTopK(std::span<double> m, std::span<const double> x, std::uint32_t k, std::vector<std::uint32_t>& idx);
+
 // Index-set coding: whichever is smaller of fixed-width bit-packed indices (ceil(log2 dim) bits each)
 // and a dim-bit bitmap. The first byte written says which.
 std::size_t indexBytes(std::uint32_t dim, std::uint32_t k);

@@ -33,14 +33,17 @@ class TopK final : public detail::CodecBase<TopK> {
   template <class T>
   void encodeT(std::span<const T> x, Rng&, Encoded& out) const {
     const std::uint32_t dim = detail::checkedDim(x.size());
-    const std::uint32_t k = count_.k(dim);
     auto& idx = detail::indexScratch();
-    selectTopK(x, k, idx);
-    detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
-    ByteWriter w(out.bytes);
-    w.put(k);
-    writeIndices(idx, dim, w);
-    detail::writeValues(x, idx, w);
+    selectTopK(x, count_.k(dim), idx);
+    write(x, idx, out);
+  }
+
+  // Error feedback's m += x fused into the selection's pass (select.h, addAndSelectTopK).
+  bool encodeAdded(std::span<float> m, std::span<const float> x, Rng&, Encoded& out) const override {
+    return encodeAddedT(m, x, out);
+  }
+  bool encodeAdded(std::span<double> m, std::span<const double> x, Rng&, Encoded& out) const override {
+    return encodeAddedT(m, x, out);
   }
 
   template <class T>
@@ -59,6 +62,26 @@ class TopK final : public detail::CodecBase<TopK> {
   }
 
  private:
+  template <class T>
+  bool encodeAddedT(std::span<T> m, std::span<const T> x, Encoded& out) const {
+    GOSSIP_CHECK(m.size() == x.size(), "topk encodeAdded: the vectors' sizes differ");
+    const std::uint32_t dim = detail::checkedDim(m.size());
+    auto& idx = detail::indexScratch();
+    if (!addAndSelectTopK(m, x, count_.k(dim), idx)) return false;
+    write(std::span<const T>(m), idx, out);
+    return true;
+  }
+
+  template <class T>
+  void write(std::span<const T> x, const std::vector<std::uint32_t>& idx, Encoded& out) const {
+    const auto dim = static_cast<std::uint32_t>(x.size());
+    detail::writeHeader(out, codec(), 0, dim, encodedBytes(dim));
+    ByteWriter w(out.bytes);
+    w.put(static_cast<std::uint32_t>(idx.size()));
+    writeIndices(idx, dim, w);
+    detail::writeValues(x, idx, w);
+  }
+
   // Validates a payload for a vector of `dim`: its indices into idx, its value block returned.
   std::span<const std::byte> parse(std::span<const std::byte> p, std::size_t dim, std::vector<std::uint32_t>& idx) const {
     ByteReader r(p, "topk payload");

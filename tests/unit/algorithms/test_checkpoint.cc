@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "cases.h"
 #include "training/external_gradient.h"
@@ -115,16 +117,21 @@ TEST_CASE("divergence: a huge step size ends with DivergedError naming the round
   static_assert(std::is_base_of_v<ConfigError, DivergedError>);  // so the CLI exits 2
 }
 
-TEST_CASE("divergence: with a zero gradient (the bridge's model mode) D-PSGD fp32's encode is the check of x") {
+TEST_CASE("divergence: with a zero gradient (the bridge's model mode) the encode is the check of x") {
   // The trainer stepped x itself and the gradient is zero, so no gradient is there to blow up first: the
-  // pass that writes the frame (fp32EncodeChecked) is the only check of x, and Node turns its refusal into
-  // the same error as its own check.
-  constexpr Eigen::Index dim = 9;
-  for (const Eigen::Index at : {Eigen::Index{0}, Eigen::Index{4}, Eigen::Index{8}}) {
+  // pass that writes the frame (D-PSGD fp32: fp32EncodeChecked; DeepSqueeze: the error feedback's add,
+  // fused into top-k's selection or not) is the only check of x, and Node turns its refusal into the same
+  // error as its own check. 40,000 values: top-k's sampled selection, the first, a middle and the last.
+  constexpr Eigen::Index dim = 40000;
+  using Case = std::pair<std::string, std::string>;
+  for (const auto& [method, codecName] : {Case{"dpsgd", "fp32"}, Case{"deepsqueeze", "topk"}, Case{"deepsqueeze", "fp16"}})
+  for (const Eigen::Index at : {Eigen::Index{0}, Eigen::Index{20001}, dim - 1}) {
+    CAPTURE(method);
+    CAPTURE(codecName);
     CAPTURE(at);
-    const auto codec = compress::makeCompressor({.name = "fp32"});
+    const auto codec = compress::makeCompressor({.name = codecName});
     algo::AlgorithmParams params;
-    params.name = "dpsgd";
+    params.name = method;
     auto gradient = std::make_unique<training::ExternalGradient>(dim);
     training::ExternalGradient& est = *gradient;
     algo::Node node(0, algo::makeAlgorithm(params, *codec, 0, Vec::Ones(dim)), std::move(gradient), {});

@@ -299,7 +299,7 @@ TEST_CASE("ErrorFeedback beta=1: memory = p - c and transmitted + memory = sum o
     const std::vector<gossip::Real> x(xd.begin(), xd.end());
     std::vector<gossip::Real> p(d);
     for (std::uint32_t i = 0; i < d; ++i) p[i] = ef.memory()[i] + x[i];
-    ef.compress(x, rng, e);
+    REQUIRE(ef.compress(x, rng, e));
     // What a receiver reconstructs from the bytes; the memory is the state's precision (core/real.h).
     std::vector<gossip::Real> decoded(d, 0.0);
     c->decodeAdd(e.view(), std::span<gossip::Real>(decoded), 1.0);
@@ -335,7 +335,7 @@ TEST_CASE("ErrorFeedback beta<1 is a low-pass (exponential average) of the resid
     gc::Encoded e;
     Rng rng(6);
     for (const auto& x : xs) {
-      ef.compress(x, rng, e);
+      REQUIRE(ef.compress(x, rng, e));
       std::fill(decoded.begin(), decoded.end(), gossip::Real(0));
       c->decodeAdd(e.view(), std::span<gossip::Real>(decoded), 1.0);
       for (std::uint32_t i = 0; i < d; ++i) {

@@ -365,3 +365,97 @@ TEST_CASE("cltk rejects malformed payloads and supports that differ from the loc
   b[12] ^= std::byte{1};
   expectRejected(*receiver, b, dim, "fingerprint bit flip");
 }
+
+namespace {
+
+// addAndSelectTopK against its definition: the sums one by one, then selectTopK of them.
+template <class T>
+void checkAddAndSelect(const std::vector<T>& m0, const std::vector<T>& x, std::uint32_t k) {
+  std::vector<T> want = m0;
+  for (std::size_t i = 0; i < x.size(); ++i) want[i] += x[i];
+  std::vector<std::uint32_t> wantIdx, idx;
+  gc::selectTopK(std::span<const T>(want), k, wantIdx);
+  std::vector<T> m = m0;
+  REQUIRE(gc::addAndSelectTopK(std::span<T>(m), std::span<const T>(x), k, idx));
+  CHECK(idx == wantIdx);
+  CHECK(std::memcmp(m.data(), want.data(), m.size() * sizeof(T)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("addAndSelectTopK is m += x and then selectTopK(m): the same sums bit for bit and the same indices") {
+  Rng rng(31);
+  // Below and above the direct-selection cut-off (16,384), a length that is no multiple of the 32-value
+  // block, and the trivial k (0, d).
+  for (const std::size_t d : {std::size_t{1}, std::size_t{45}, std::size_t{5000}, std::size_t{70001}}) {
+    for (const std::uint32_t k : {0u, 1u, 7u, 700u, 35000u, 70001u}) {
+      CAPTURE(d);
+      CAPTURE(k);
+      for (const bool ties : {false, true}) {
+        const auto m0 = randomInput(rng, d, ties), x = randomInput(rng, d, ties);
+        checkAddAndSelect(m0, x, k);
+        // x = -m0 on a residue class: sums of exactly zero among large ones, and the sample's threshold
+        // too high for some strides (the retry path after the fused first pass).
+        auto cancel = x;
+        for (std::size_t i = 0; i < d; i += 3) cancel[i] = -m0[i];
+        checkAddAndSelect(m0, cancel, k);
+      }
+      std::vector<double> md(d), xd(d);
+      for (std::size_t i = 0; i < d; ++i) {
+        md[i] = static_cast<double>(rng.below(5)) - 2.0;
+        xd[i] = rng.normal();
+      }
+      checkAddAndSelect(md, xd, k);
+    }
+  }
+}
+
+TEST_CASE("addAndSelectTopK refuses a NaN or an infinity anywhere in x") {
+  Rng rng(32);
+  for (const std::size_t d : {std::size_t{45}, std::size_t{70001}}) {
+    for (const std::uint32_t k : {3u, 45u}) {
+      // The first value, one inside a 32-value block, the last of the blocks and the tail's last.
+      for (const std::size_t at : {std::size_t{0}, std::size_t{17}, d / 32 * 32 - 1, d - 1}) {
+        for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity()}) {
+          CAPTURE(d);
+          CAPTURE(k);
+          CAPTURE(at);
+          CAPTURE(bad);
+          auto m = randomInput(rng, d, false);
+          auto x = randomInput(rng, d, false);
+          x[at] = bad;
+          std::vector<std::uint32_t> idx;
+          CHECK_FALSE(gc::addAndSelectTopK(std::span<float>(m), std::span<const float>(x), k, idx));
+          std::vector<double> md(d, 1.0), xd(d, 0.5);
+          xd[at] = static_cast<double>(bad);
+          CHECK_FALSE(gc::addAndSelectTopK(std::span<double>(md), std::span<const double>(xd), k, idx));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("encodeAdded: top-k's fused encode and the default both write the bytes of m += x and then encode(m)") {
+  Rng rng(33);
+  for (const char* name : {"topk", "fp16", "randk"}) {
+    const auto c = gc::makeCompressor({.name = name, .ratio = 0.01});
+    for (const std::size_t d : {std::size_t{300}, std::size_t{70001}}) {
+      CAPTURE(name);
+      CAPTURE(d);
+      const auto m0 = randomInput(rng, d, false), x = randomInput(rng, d, false);
+      std::vector<float> want = m0;
+      for (std::size_t i = 0; i < d; ++i) want[i] += x[i];
+      gc::Encoded expect, got;
+      Rng r1(5), r2(5);
+      c->encode(std::span<const float>(want), r1, expect);
+      std::vector<float> m = m0;
+      REQUIRE(c->encodeAdded(std::span<float>(m), std::span<const float>(x), r2, got));
+      CHECK(got.bytes == expect.bytes);
+      CHECK(std::memcmp(m.data(), want.data(), d * sizeof(float)) == 0);
+      auto bad = x;
+      bad[d / 2] = std::numeric_limits<float>::quiet_NaN();
+      CHECK_FALSE(c->encodeAdded(std::span<float>(m), std::span<const float>(bad), r2, got));
+    }
+  }
+}
