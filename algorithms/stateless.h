@@ -96,12 +96,23 @@ class DeepSqueeze : public Algorithm {
   // The mix of a sparse codec, in place; false (nothing done) for a dense codec. Throws RejectedMessage
   // before x changes.
   bool mixInPlace(std::span<const Incoming> msgs, const topology::MixingRow& row);
+  // The same for a codec with Compressor::sparseEntries (top-k): each message read once, and the
+  // messages' supports merged into one pass over x. False (nothing done) for other codecs.
+  bool mixMerged(std::span<const Incoming> msgs, const topology::MixingRow& row);
 
   compress::ErrorFeedback ef_;  // owns the error memory delta
   Vec acc_;                     // dense codecs: next x, built aside so a rejected message leaves x untouched
   std::vector<std::uint32_t> touched_;  // sparse codecs: the round's supports, own and neighbours'
   std::vector<Real> before_;            // x at touched_[n] before the adds (first occurrences)
   std::vector<std::uint64_t> seen_;     // d bits, all zero between rounds: an index's first occurrence
+  struct SparseEntries {               // one message's decoded entries, for mixMerged
+    std::vector<std::uint32_t> idx;    // strictly ascending
+    std::vector<float> values;
+    Real scale = 0;                    // the weight its decodeAdd would have had
+  };
+  std::vector<SparseEntries> entries_;  // the neighbours' messages in the row's order, then this node's own;
+                                        // kept between rounds for their capacity
+  std::vector<std::size_t> at_;         // mixMerged: each list's next entry
   Bytes own_;                   // this round's own message c_i as sent (k values for top-k, not d)
   Vec ownValues_;               // ownDense()'s vector, empty unless a pull needed it
   bool ownDense_ = false;

@@ -96,15 +96,16 @@ class Compressor {
   virtual void encode(std::span<const float> x, Rng& rng, Encoded& out) const = 0;
   virtual void encode(std::span<const double> x, Rng& rng, Encoded& out) const = 0;
 
-  // Error feedback's encode (compressors/error_feedback.h): m += x (each sum rounded once), then
-  // encode(m, rng, out), and a check that every x_i is finite, which is the return value (false: m holds
-  // the sums and out is unspecified). m.size() must equal x.size(). This default makes the add and the
-  // check one pass and the encode its own; top-k fuses all three into its selection's pass.
-  virtual bool encodeAdded(std::span<float> m, std::span<const float> x, Rng& rng, Encoded& out) const {
-    return encodeAddedDefault(m, x, rng, out);
+  // Error feedback's round (compressors/error_feedback.h, beta = 1): m += x (each sum rounded once), out =
+  // encode(m), m -= decode(out); and a check that every x_i is finite, which is the return value (false: m
+  // holds the sums and out is unspecified). m.size() must equal x.size(). This default makes the add and
+  // the check one pass, then encodes and subtracts the decoded message; top-k fuses the add and the check
+  // into its selection's pass and zeroes the kept entries as it copies them out (m - c is exactly 0 there).
+  virtual bool encodeWithFeedback(std::span<float> m, std::span<const float> x, Rng& rng, Encoded& out) const {
+    return encodeWithFeedbackDefault(m, x, rng, out);
   }
-  virtual bool encodeAdded(std::span<double> m, std::span<const double> x, Rng& rng, Encoded& out) const {
-    return encodeAddedDefault(m, x, rng, out);
+  virtual bool encodeWithFeedback(std::span<double> m, std::span<const double> x, Rng& rng, Encoded& out) const {
+    return encodeWithFeedbackDefault(m, x, rng, out);
   }
 
   // acc += scale * decode(payload). acc.size() must equal the payload's dim, else DecodeError.
@@ -120,13 +121,22 @@ class Compressor {
                        std::vector<std::uint32_t>& /*out*/) const {
     return false;
   }
+  // Sparse codecs whose decode is one value per index (top-k): validates the payload exactly as decodeAdd
+  // does for a vector of `dim` (DecodeError otherwise), fills idx (strictly ascending) and values, and
+  // returns true; decodeAdd(payload, acc, scale) is then acc[idx[j]] += T(scale) * T(values[j]) for every j,
+  // T the accumulator's type. A mix can then read each message once and merge several messages' supports in
+  // one pass (DeepSqueeze, stateless.cc). Others return false and read nothing.
+  virtual bool sparseEntries(std::span<const std::byte> /*payload*/, std::uint32_t /*dim*/,
+                             std::vector<std::uint32_t>& /*idx*/, std::vector<float>& /*values*/) const {
+    return false;
+  }
   // Whether sparseSupport names a payload's support (so a mix can work in place); asked without a payload,
   // e.g. by the memory estimate (daemon/config/memory_estimate.cc).
   virtual bool sparse() const { return false; }
 
  protected:
   template <class T>
-  bool encodeAddedDefault(std::span<T> m, std::span<const T> x, Rng& rng, Encoded& out) const {
+  bool encodeWithFeedbackDefault(std::span<T> m, std::span<const T> x, Rng& rng, Encoded& out) const {
     bool finite = true;
     for (std::size_t i = 0; i < x.size(); ++i) {
       finite &= std::isfinite(x[i]);
@@ -134,6 +144,7 @@ class Compressor {
     }
     if (!finite) return false;
     encode(std::span<const T>(m), rng, out);
+    decodeAdd(out.view(), m, -1.0);
     return true;
   }
 };

@@ -16,11 +16,9 @@ bool ErrorFeedback::compress(std::span<const Real> x, Rng& rng, Encoded& out) {
   GOSSIP_CHECK(x.size() == memory_.size());
   const std::span<Real> m(memory_);
   if (beta_ == 1.0) {
-    // m <- p = m + x; c = C(p) (the compressor may fuse the add into its encode: top-k does, in the
-    // selection's pass); m <- p - c (one rounding, as p - c computed aside would have).
-    if (!c_.encodeAdded(m, x, rng, out)) return false;
-    c_.decodeAdd(out.view(), m, -1.0);
-    return true;
+    // m <- p = m + x; c = C(p); m <- p - c (one rounding, as p - c computed aside would have). The
+    // compressor may fuse these: top-k adds in its selection's pass and zeroes m where it keeps p.
+    return c_.encodeWithFeedback(m, x, rng, out);
   }
   p_.resize(memory_.size());
   bool finite = true;

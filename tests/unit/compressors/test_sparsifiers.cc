@@ -436,26 +436,39 @@ TEST_CASE("addAndSelectTopK refuses a NaN or an infinity anywhere in x") {
   }
 }
 
-TEST_CASE("encodeAdded: top-k's fused encode and the default both write the bytes of m += x and then encode(m)") {
+TEST_CASE("encodeWithFeedback: top-k's fused round and the default both give encode(m + x) and m + x minus its decode") {
   Rng rng(33);
   for (const char* name : {"topk", "fp16", "randk"}) {
     const auto c = gc::makeCompressor({.name = name, .ratio = 0.01});
     for (const std::size_t d : {std::size_t{300}, std::size_t{70001}}) {
       CAPTURE(name);
       CAPTURE(d);
-      const auto m0 = randomInput(rng, d, false), x = randomInput(rng, d, false);
+      auto m0 = randomInput(rng, d, false), x = randomInput(rng, d, false);
+      x[d / 3] = -m0[d / 3];  // a sum of exactly zero
+      m0[d / 4] = -0.0f;
+      x[d / 4] = 1e4f;        // kept by top-k, from a negative zero
       std::vector<float> want = m0;
       for (std::size_t i = 0; i < d; ++i) want[i] += x[i];
       gc::Encoded expect, got;
       Rng r1(5), r2(5);
       c->encode(std::span<const float>(want), r1, expect);
+      c->decodeAdd(expect.view(), std::span<float>(want), -1.0);
       std::vector<float> m = m0;
-      REQUIRE(c->encodeAdded(std::span<float>(m), std::span<const float>(x), r2, got));
+      REQUIRE(c->encodeWithFeedback(std::span<float>(m), std::span<const float>(x), r2, got));
       CHECK(got.bytes == expect.bytes);
-      CHECK(std::memcmp(m.data(), want.data(), d * sizeof(float)) == 0);
+      CHECK(std::memcmp(m.data(), want.data(), d * sizeof(float)) == 0);  // +0 and -0 told apart
+      std::vector<double> md(m0.begin(), m0.end()), xd(d), wantd = md;
+      for (std::size_t i = 0; i < d; ++i) wantd[i] += (xd[i] = rng.normal() * 1e-3 + 1.0 / 3.0);
+      gc::Encoded expectd, gotd;
+      Rng r3(6), r4(6);
+      c->encode(std::span<const double>(wantd), r3, expectd);
+      c->decodeAdd(expectd.view(), std::span<double>(wantd), -1.0);
+      REQUIRE(c->encodeWithFeedback(std::span<double>(md), std::span<const double>(xd), r4, gotd));
+      CHECK(gotd.bytes == expectd.bytes);
+      CHECK(std::memcmp(md.data(), wantd.data(), d * sizeof(double)) == 0);  // double: the rounding error kept
       auto bad = x;
       bad[d / 2] = std::numeric_limits<float>::quiet_NaN();
-      CHECK_FALSE(c->encodeAdded(std::span<float>(m), std::span<const float>(bad), r2, got));
+      CHECK_FALSE(c->encodeWithFeedback(std::span<float>(m), std::span<const float>(bad), r2, got));
     }
   }
 }
