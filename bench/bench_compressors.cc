@@ -161,6 +161,50 @@ json benchOne(std::string_view name, const std::vector<float>& x, std::vector<fl
   return r;
 }
 
+// Error feedback's round with top-1% (DeepSqueeze's encode, compressors/error_feedback.h): the passes it
+// took until session 16 (Node's finiteness check of x, m += x, encode, decodeAdd(-1) parsing the message
+// back) against Compressor::encodeWithFeedback (the add and the check fused into the selection's pass, the
+// kept entries zeroed as they are copied out). Interleaved rep by rep with a memcpy of the model; each path
+// works on its own error memory, both starting from the same values.
+json benchErrorFeedback(const std::vector<float>& x, std::vector<float>& scratch, int reps) {
+  const auto c = gc::makeCompressor({.name = "topk", .ratio = 0.01});
+  std::vector<float> mSeparate(x.size()), mFused(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) mSeparate[i] = mFused[i] = 0.5f * x[(i * 7919) % x.size()];
+  gossip::Rng rng(3);
+  gc::Encoded e1, e2;
+  auto separate = [&] {
+    std::uint32_t bad = 0;
+    for (const float v : x) {
+      std::uint32_t u;
+      std::memcpy(&u, &v, 4);
+      bad |= static_cast<std::uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+    }
+    if (bad) throw gossip::Error("non-finite input");
+    for (std::size_t i = 0; i < x.size(); ++i) mSeparate[i] += x[i];
+    c->encode(std::span<const float>(mSeparate), rng, e1);
+    c->decodeAdd(e1.view(), std::span<float>(mSeparate), -1.0);
+  };
+  auto fused = [&] {
+    if (!c->encodeWithFeedback(std::span<float>(mFused), std::span<const float>(x), rng, e2))
+      throw gossip::Error("non-finite input");
+  };
+  auto copy = [&] { std::memcpy(scratch.data(), x.data(), 4 * x.size()); };
+  separate(), fused();
+  double tc = 1e300, ts = 1e300, tf = 1e300;
+  for (int i = 0; i < reps; ++i) {
+    tc = std::min(tc, timed(copy));
+    ts = std::min(ts, timed(separate));
+    tf = std::min(tf, timed(fused));
+  }
+  if (e1.bytes != e2.bytes || std::memcmp(mSeparate.data(), mFused.data(), 4 * x.size()) != 0)
+    throw gossip::Error("error feedback: the fused round differs from the separate passes");
+  std::fprintf(stderr, "  error feedback top-1%%: separate passes %.4f s (%.2f memcpys), fused %.4f s (%.2f memcpys)\n",
+               ts, ts / tc, tf, tf / tc);
+  return {{"memcpy_s", tc}, {"separate_s", ts}, {"fused_s", tf}, {"separate_memcpys", ts / tc}, {"fused_memcpys", tf / tc},
+          {"note", "separate = Node's check of x + m += x + encode + decodeAdd(-1); fused = encodeWithFeedback; "
+                   "identical bytes and memory checked after the runs"}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +249,7 @@ int main(int argc, char** argv) {
                                {"speedup", naive / fast}};
       std::fprintf(stderr, "  selectTopK(1%%) %.4f s vs full nth_element %.4f s (%.1fx)\n", fast, naive, naive / fast);
     }
+    if (opt.dim >= 100) out["error_feedback_topk"] = benchErrorFeedback(x, dst, opt.reps);
     const std::string text = out.dump(2);
     if (opt.out.empty()) {
       std::cout << text << "\n";
