@@ -229,7 +229,7 @@ class Algorithm {
 // Builds the algorithm for one node. x0 is the initial model; the compressor is owned by the caller and must
 // outlive the algorithm (one compressor instance is shared by all virtual nodes). ConfigError on bad params.
 std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compress::Compressor& compressor,
-                                         PeerId self, const Vec& x0);
+                                         PeerId self, Vec x0);
 
 // Names accepted by makeAlgorithm.
 std::span<const std::string_view> algorithmNames();

@@ -21,11 +21,11 @@ double defaultGamma(const compress::Compressor& c, std::size_t dim) {
 }
 }  // namespace
 
-Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
+Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0)
     : p_(p), c_(c), self_(self), hat_(Vec::Zero(x0.size())), scratch_(Vec::Zero(x0.size())),
       gamma_(p.gamma == 0.0 ? defaultGamma(c, static_cast<std::size_t>(x0.size())) : p.gamma) {
   if (!(gamma_ > 0.0 && gamma_ <= 1.0)) throw ConfigError("algorithm.gamma must be in (0, 1] for choco");
-  x_ = x0;
+  x_ = std::move(x0);
 }
 
 void Choco::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {

@@ -29,7 +29,7 @@ namespace gossip::algo {
 
 class Choco final : public Algorithm {
  public:
-  Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "choco"; }
   bool stateless() const override { return false; }
   bool acceptsZeroGradient() const override { return true; }

@@ -12,12 +12,12 @@ namespace {
 constexpr std::uint32_t kCodistillTag = serial::fourcc("CODI");
 }  // namespace
 
-Codistill::Codistill(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
+Codistill::Codistill(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0)
     : p_(p), c_(c), self_(self), hat_(x0), scratch_(Vec::Zero(x0.size())) {
   if (!(p.distill_weight >= 0.0 && std::isfinite(p.distill_weight)))
     throw ConfigError("algorithm.distill_weight must be >= 0 for codistill");
   if (p.distill_period < 1) throw ConfigError("algorithm.distill_period must be >= 1 for codistill");
-  x_ = x0;
+  x_ = std::move(x0);
 }
 
 void Codistill::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {

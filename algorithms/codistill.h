@@ -26,7 +26,7 @@ namespace gossip::algo {
 
 class Codistill final : public Algorithm {
  public:
-  Codistill(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  Codistill(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "codistill"; }
   bool stateless() const override { return false; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;

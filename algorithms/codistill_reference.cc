@@ -30,7 +30,7 @@ std::vector<double> getValues(ByteReader& r, std::size_t expected, const char* w
 }  // namespace
 
 CodistillReference::CodistillReference(const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
-                                       const Vec& x0)
+                                       Vec x0)
     : p_(p), c_(c), self_(self) {
   if (!(p.distill_weight >= 0.0 && std::isfinite(p.distill_weight)))
     throw ConfigError("algorithm.distill_weight must be >= 0 for codistill");
@@ -40,7 +40,7 @@ CodistillReference::CodistillReference(const AlgorithmParams& p, const compress:
     throw ConfigError("compressor.name: codistill with a reference set sends class probabilities, in fp32, fp16 or "
                       "bf16, not " + std::string(c.name()));
   GOSSIP_CHECK(p.distill_reference_values > 0, "CodistillReference without reference values");
-  x_ = x0;
+  x_ = std::move(x0);
 }
 
 void CodistillReference::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {

@@ -23,7 +23,7 @@ class CodistillReference final : public Algorithm {
  public:
   // c carries the predictions: fp32, fp16 or bf16 (ConfigError otherwise: a sparsified prediction is no
   // distribution). p.distill_reference_values = R x C.
-  CodistillReference(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  CodistillReference(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "codistill"; }
   bool stateless() const override { return true; }
   void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;

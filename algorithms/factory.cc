@@ -1,3 +1,4 @@
+#include <utility>
 #include <array>
 
 #include "algorithms/algorithm.h"
@@ -29,7 +30,7 @@ CodecRound::MethodMaker chocoOrDeepSqueeze(const AlgorithmParams& p, PeerId self
 std::span<const std::string_view> algorithmNames() { return kNames; }
 
 std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
-                                         const Vec& x0) {
+                                         Vec x0) {
   const std::string& n = p.name;
   if (const auto* cltk = compress::cltkControl(c)) {
     // The method runs on a codec of its own (a cltk codec holds the node's support), inside CltkRound.
@@ -47,23 +48,23 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
     if (p.lgc_window == 0) throw ConfigError("compressor.lgc_window must be at least 1");
     return std::make_unique<LgcRound>(p, lgc->fresh(), self, x0, chocoOrDeepSqueeze(p, self));
   }
-  if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, x0);
-  if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, x0);
-  if (n == "choco") return std::make_unique<Choco>(p, c, self, x0);
+  if (n == "dpsgd") return std::make_unique<Dpsgd>(p, c, self, std::move(x0));
+  if (n == "deepsqueeze") return std::make_unique<DeepSqueeze>(p, c, self, std::move(x0));
+  if (n == "choco") return std::make_unique<Choco>(p, c, self, std::move(x0));
   if (n == "lsgd") {
-    if (p.leader_base == "dpsgd") return std::make_unique<Lsgd>(p, c, self, x0);
-    if (p.leader_base == "deepsqueeze") return std::make_unique<LsgdDeepSqueeze>(p, c, self, x0);
+    if (p.leader_base == "dpsgd") return std::make_unique<Lsgd>(p, c, self, std::move(x0));
+    if (p.leader_base == "deepsqueeze") return std::make_unique<LsgdDeepSqueeze>(p, c, self, std::move(x0));
     throw ConfigError("algorithm.leader_base must be dpsgd or deepsqueeze (got " + p.leader_base + ")");
   }
   if (n == "codistill") {
-    if (p.distill_reference_values > 0) return std::make_unique<CodistillReference>(p, c, self, x0);
-    return std::make_unique<Codistill>(p, c, self, x0);
+    if (p.distill_reference_values > 0) return std::make_unique<CodistillReference>(p, c, self, std::move(x0));
+    return std::make_unique<Codistill>(p, c, self, std::move(x0));
   }
   if (n == "lead" || n == "prox_lead") {
     if (!c.unbiased())
       throw ConfigError("algorithm " + n + " needs an unbiased compressor (LEAD diverges with biased ones such as " +
                         std::string(c.name()) + ")");
-    return std::make_unique<PrimalDual>(n, p, c, self, x0);
+    return std::make_unique<PrimalDual>(n, p, c, self, std::move(x0));
   }
   if (n == "nids" || n == "ed") {
     // Exact messages: the fp32 difference to the tracked reference (alpha = 1), gamma = 1.
@@ -71,7 +72,7 @@ std::unique_ptr<Algorithm> makeAlgorithm(const AlgorithmParams& p, const compres
     q.alpha = 1.0;
     q.gamma = 1.0;
     auto fp32 = compress::makeCompressor({.name = "fp32"});
-    return std::make_unique<PrimalDual>(n, q, c, self, x0, std::move(fp32));
+    return std::make_unique<PrimalDual>(n, q, c, self, std::move(x0), std::move(fp32));
   }
   std::string all;
   for (auto a : kNames) all += (all.empty() ? "" : ", ") + std::string(a);

@@ -31,8 +31,8 @@ void append(Bytes& b, const T& v) {
 }  // namespace
 
 template <class Base>
-LeaderPull<Base>::LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
-    : Base(p, c, self, x0), leader_(self), lead_(Vec::Zero(x0.size())) {
+LeaderPull<Base>::LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0)
+    : Base(p, c, self, std::move(x0)), leader_(self), lead_(Vec::Zero(Base::x_.size())) {  // x0 is moved from here
   if (!(p.leader_pull >= 0.0 && std::isfinite(p.leader_pull)))
     throw ConfigError("algorithm.leader_pull must be >= 0 for lsgd");
   if (p.leader_period < 1) throw ConfigError("algorithm.leader_period must be >= 1 for lsgd");

@@ -32,7 +32,7 @@ namespace gossip::algo {
 template <class Base>
 class LeaderPull final : public Base {
  public:
-  LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  LeaderPull(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "lsgd"; }
   // A message is its method's payload followed by a trailer, which parse() reads from the end of one buffer:
   // the engine gathers a message that arrived in parts (the base's fp32 D-PSGD would take them in place,

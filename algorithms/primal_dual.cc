@@ -11,13 +11,13 @@ constexpr std::uint32_t kPrimalDualTag = serial::fourcc("PDUL");
 }
 
 PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
-                       const Vec& x0, std::unique_ptr<compress::Compressor> owned)
+                       Vec x0, std::unique_ptr<compress::Compressor> owned)
     : name_(std::move(name)), p_(p), owned_(std::move(owned)), c_(owned_ ? *owned_ : c), self_(self) {
   if (p_.gamma == 0.0) p_.gamma = 1.0;  // the config's "default" (algorithm.gamma = 0)
   if (!(p.alpha > 0.0 && p.alpha <= 1.0)) throw ConfigError("algorithm.alpha must be in (0, 1] for " + name_);
   if (!(p_.gamma > 0.0)) throw ConfigError("algorithm.gamma must be > 0 for " + name_);
   const auto n = x0.size();
-  x_ = x0;
+  x_ = std::move(x0);
   d_ = h_ = Vec::Zero(n);
   // The general path's yhat_ is made by its first prepare, its scratch_ and mix_ by its first apply: the fp32
   // path needs none of them.

@@ -29,7 +29,7 @@ class PrimalDual final : public Algorithm {
  public:
   // `owned` optionally transfers ownership of the compressor (NIDS uses its own fp32 codec).
   PrimalDual(std::string name, const AlgorithmParams& p, const compress::Compressor& c, PeerId self,
-             const Vec& x0, std::unique_ptr<compress::Compressor> owned = nullptr);
+             Vec x0, std::unique_ptr<compress::Compressor> owned = nullptr);
   std::string_view name() const override { return name_; }
   bool stateless() const override { return false; }
   // The fp32 path reads a message in parts (no copy of each received model into one buffer).

@@ -13,10 +13,10 @@ constexpr std::uint32_t kDpsgdTag = serial::fourcc("DPSG");
 constexpr std::uint32_t kDeepSqueezeTag = serial::fourcc("DSQZ");
 }  // namespace
 
-Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
+Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0)
     : p_(p), c_(c), self_(self), ownIsX_(detail::exactForState(c)) {
-  x_ = x0;
-  if (!ownIsX_) own_ = Vec::Zero(x0.size());
+  x_ = std::move(x0);  // moved, not copied: a 100M model's start holds one model, not two (results §23)
+  if (!ownIsX_) own_ = Vec::Zero(x_.size());
 }
 
 void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
@@ -90,13 +90,13 @@ Dpsgd::State Dpsgd::readState(ByteReader& r) const {
   return s;
 }
 
-DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0)
+DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0)
     : p_(p),
       c_(c),
       self_(self),
       ef_(c, static_cast<std::uint32_t>(x0.size()), p.beta) {
   if (!(p.eta > 0.0 && p.eta <= 1.0)) throw ConfigError("algorithm.eta must be in (0, 1] for deepsqueeze");
-  x_ = x0;
+  x_ = std::move(x0);
 }
 
 void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {

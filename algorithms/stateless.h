@@ -15,7 +15,7 @@ namespace gossip::algo {
 // Not final: Lsgd (algorithms/leader.h) is D-PSGD with a pull added to the step.
 class Dpsgd : public Algorithm {
  public:
-  Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "dpsgd"; }
   bool stateless() const override { return true; }
   bool acceptsZeroGradient() const override { return true; }
@@ -59,7 +59,7 @@ class Dpsgd : public Algorithm {
 // Not final: Lsgd can run on DeepSqueeze (algorithm.leader_base), its pull added to this mix.
 class DeepSqueeze : public Algorithm {
  public:
-  DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, const Vec& x0);
+  DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "deepsqueeze"; }
   bool stateless() const override { return true; }
   bool acceptsZeroGradient() const override { return true; }

@@ -4,13 +4,13 @@
 
 namespace gossip::daemon {
 
-std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnation inc, const training::Vec& x0,
+std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnation inc, training::Vec x0,
                                             const compress::Compressor& compressor, training::ExternalGradient*& gradient) {
   algo::AlgorithmParams p = algorithmParams(c);
   p.l1 = c.model.l1;
   p.incarnation = inc;
-  auto algorithm = algo::makeAlgorithm(p, compressor, id, x0);
   auto est = std::make_unique<training::ExternalGradient>(x0.size());
+  auto algorithm = algo::makeAlgorithm(p, compressor, id, std::move(x0));
   gradient = est.get();
   algo::NodeSchedule sched;
   sched.lr = [lr = lrSchedule(c.algorithm)](Round t) { return lr.value(t); };

@@ -12,8 +12,9 @@
 namespace gossip::daemon {
 
 // x0 is the initial model (the first trainer's parameters, or a placeholder of the right size that a
-// checkpoint overwrites); `gradient` receives the estimator the node owns, for the runtime to feed.
-std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnation inc, const training::Vec& x0,
+// checkpoint overwrites), moved into the method's x; `gradient` receives the estimator the node owns, for the
+// runtime to feed.
+std::unique_ptr<algo::Node> makeTrainerNode(const Config& c, PeerId id, Incarnation inc, training::Vec x0,
                                             const compress::Compressor& compressor, training::ExternalGradient*& gradient);
 
 }  // namespace gossip::daemon

@@ -84,14 +84,21 @@ std::string TrainerInput::layoutIdentity() const {
 }
 
 std::unique_ptr<algo::Node> TrainerInput::makeNode(Incarnation incarnation) {
-  return makeTrainerNode(c_, id_, incarnation, x0_.size() ? x0_ : training::Vec::Zero(dim_), *compressor_, grad_);
+  // The trainer's parameters (or a checkpoint's placeholder) are moved into the node, not copied: with a
+  // large model the start held them twice beside the method's other state (results §23). Later engines (a
+  // rejoin) load their state into a node of the same size.
+  training::Vec x0;
+  if (x0_.size() > 0)
+    x0.swap(x0_);
+  else
+    x0 = training::Vec::Zero(dim_);
+  dim_ = x0.size();
+  return makeTrainerNode(c_, id_, incarnation, std::move(x0), *compressor_, grad_);
 }
 
 void TrainerInput::ready(const training::Vec& x, Round round) {
   bridge_->ready(x, round);
-  // Later engines (a rejoin) load their state into a node of this size: the values are not kept.
-  dim_ = x0_.size();
-  x0_ = training::Vec();
+  x0_ = training::Vec();  // normally moved into the node already (makeNode)
 }
 
 // Model mode: the trainer's parameters become x and the gradient is zero. Gradient mode: its gradient (at
