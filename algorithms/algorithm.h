@@ -77,6 +77,13 @@ struct EdgeKey {
 // A neighbour's message that cannot be applied (decode error, wrong dimension or codec, non-finite
 // values, wrong incarnation). apply() throws it with the node's state unchanged, so the runtime can
 // drop or re-request that message and retry the round.
+// Thrown by a prepare that checks x as it encodes it (Algorithm::prepareChecksFinite) when x holds a NaN or
+// an infinity: Node reports it as "the model became non-finite". Any other DecodeError from prepare is a
+// finite value the codec cannot carry ("left the range the compressor can encode").
+struct NonFiniteModel : DecodeError {
+  using DecodeError::DecodeError;
+};
+
 struct RejectedMessage : ProtocolError {
   RejectedMessage(PeerId f, std::string why)
       : ProtocolError("message from " + std::to_string(f) + " rejected: " + why), from(f), reason(std::move(why)) {}

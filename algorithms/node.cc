@@ -116,10 +116,12 @@ void Node::beginRound(Round t, compress::Encoded& out) {
   try {
     static const Vec kZero;  // empty: "the gradient is zero" (Algorithm::acceptsZeroGradient)
     algo_->prepare(t, gZero_ ? kZero : *g_, lr, out);
+  } catch (const NonFiniteModel&) {  // where prepare checks x (prepareChecks)
+    diverged(t, "the model became non-finite");
   } catch (const DecodeError&) {
     // Our own freshly encoded message cannot fail to decode unless its values left the codec's finite
-    // range (e.g. a finite double above the fp32 maximum), or, where prepare checks, x is not finite.
-    diverged(t, prepareChecks ? "the model became non-finite" : "the model left the range the compressor can encode");
+    // range (e.g. a finite double above the fp32 maximum, or an error memory plus x above it).
+    diverged(t, "the model left the range the compressor can encode");
   }
 }
 

@@ -27,7 +27,7 @@ void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
     // The message is x's bytes: copied into the frame in one pass that also computes the frame's checksum
     // and checks x for finiteness (prepareChecksFinite), where they were three passes over the model.
     if (!compress::fp32EncodeChecked({x_.data(), static_cast<std::size_t>(x_.size())}, out))
-      throw DecodeError("non-finite value in the model");
+      throw NonFiniteModel("non-finite value in the model");
     return;
   }
 #endif
@@ -104,8 +104,8 @@ void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& o
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   // v = x_half + delta; c = C(v) into out; delta updated in place (no dense c_i is kept: the mix adds the
   // message's own bytes, which for top-k are k values, not d).
-  // The compress checks x (prepareChecksFinite); Node turns the DecodeError into "the model became non-finite".
-  if (!ef_.compress(detail::view(x_), rng, out)) throw DecodeError("deepsqueeze: x holds a NaN or an infinity");
+  // The compress checks x (prepareChecksFinite): NonFiniteModel, which Node reports as "the model became non-finite".
+  if (!ef_.compress(detail::view(x_), rng, out)) throw NonFiniteModel("deepsqueeze: x holds a NaN or an infinity");
   own_ = out.bytes;
   ownDense_ = false;
   lr_ = lr;

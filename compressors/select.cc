@@ -32,9 +32,10 @@ namespace {
 // needed to reach k, which is the required tie-break. A final scan over the (index-ordered) candidates
 // emits the indices already sorted.
 //
-// Input is assumed NaN-free (as select.h's callers guarantee by construction; decoders reject non-finite
-// values). A NaN would count as a huge magnitude in the bit-pattern scan; nothing reads out of bounds,
-// but the result is unspecified and the final count check may throw.
+// selectTopK's input is assumed NaN-free (as its callers guarantee by construction; decoders reject
+// non-finite values). A NaN would count as a huge magnitude in the bit-pattern scan; nothing reads out of
+// bounds, but the result is unspecified and the final count check may throw. addAndSelectTopK checks its x
+// instead: its sample maps a NaN sum to +inf (nth_element needs an order), and its pass reports the NaN.
 
 constexpr std::size_t kDirectBelow = 1u << 14;  // below this, every entry is a candidate
 constexpr std::size_t kSampleSize = 1u << 15;
@@ -307,7 +308,11 @@ bool addAndSelectImpl(std::span<T> m, std::span<const T> x, std::uint32_t k, std
   }
   auto& s = scratch<T>();
   return selectWith<T>(
-      std::span<const T>(m), k, idx, [&](std::size_t i) { return static_cast<T>(m[i] + x[i]); },
+      std::span<const T>(m), k, idx,
+      [&](std::size_t i) {
+        const T sum = m[i] + x[i];
+        return std::isnan(sum) ? std::numeric_limits<T>::infinity() : sum;
+      },
       [&](T t) { return addAndCollectAtLeast(m, x, t, s); });
 }
 

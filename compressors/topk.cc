@@ -82,17 +82,24 @@ class TopK final : public detail::CodecBase<TopK> {
     // The values go out as float32, c_i = float(m_i), and m_i - c_i is left in m, in the pass that copies
     // them: +0 with float state (what decodeAdd(-1) gives), the rounding error with double state.
     std::byte* dst = w.reserveTail(4 * idx.size());
+    std::uint32_t bad = 0;
     for (std::size_t j = 0; j < idx.size(); ++j) {
       // ~1% of m, each index a cache miss: the line 16 indices ahead is asked for now (halved the time of
       // DeepSqueeze's merged mix, which walks its supports the same way; docs/results.md §23).
       if (j + 16 < idx.size()) __builtin_prefetch(m.data() + idx[j + 16], 1);
       const float f = static_cast<float>(m[idx[j]]);
+      std::uint32_t u;
+      std::memcpy(&u, &f, 4);
+      bad |= static_cast<std::uint32_t>((u & 0x7F800000u) == 0x7F800000u);
       std::memcpy(dst + 4 * j, &f, 4);
       if constexpr (std::is_same_v<T, float>)
         m[idx[j]] = 0.0f;
       else
         m[idx[j]] += -1.0 * static_cast<double>(f);
     }
+    // x was finite but a sum m_i + x_i is not a float32 (it overflowed, or is a double beyond float's
+    // range): the frame would carry an infinity. What decodeAdd(-1) refused before, refused here.
+    if (bad) throw DecodeError("topk: the error memory plus x left float32's range");
     return true;
   }
 

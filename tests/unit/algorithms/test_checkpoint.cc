@@ -121,8 +121,9 @@ TEST_CASE("divergence: with a zero gradient (the bridge's model mode) the encode
   // The trainer stepped x itself and the gradient is zero, so no gradient is there to blow up first: the
   // pass that writes the frame (D-PSGD fp32: fp32EncodeChecked; DeepSqueeze: the error feedback's add,
   // fused into top-k's selection or not) is the only check of x, and Node turns its refusal into the same
-  // error as its own check. 40,000 values: top-k's sampled selection, the first, a middle and the last.
-  constexpr Eigen::Index dim = 40000;
+  // error as its own check. 40,001 values: top-k's sampled selection, the first, a middle and the last
+  // (in the tail after the 32-value blocks).
+  constexpr Eigen::Index dim = 40001;
   using Case = std::pair<std::string, std::string>;
   for (const auto& [method, codecName] : {Case{"dpsgd", "fp32"}, Case{"deepsqueeze", "topk"}, Case{"deepsqueeze", "fp16"}})
   for (const Eigen::Index at : {Eigen::Index{0}, Eigen::Index{20001}, dim - 1}) {

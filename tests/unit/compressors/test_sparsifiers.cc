@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "compressors/compressor.h"
@@ -469,6 +470,27 @@ TEST_CASE("encodeWithFeedback: top-k's fused round and the default both give enc
       auto bad = x;
       bad[d / 2] = std::numeric_limits<float>::quiet_NaN();
       CHECK_FALSE(c->encodeWithFeedback(std::span<float>(m), std::span<const float>(bad), r2, got));
+    }
+  }
+}
+
+TEST_CASE("encodeWithFeedback refuses a sum beyond float32's range where the frame would carry an infinity") {
+  // x finite, m + x not a float32: the fused top-k round throws DecodeError, as decodeAdd(-1) of a frame
+  // holding an infinity did before it, and so does the default round of the other codecs.
+  for (const std::string name : {"topk", "randk", "fp16"}) {
+    CAPTURE(name);
+    const auto c = gc::makeCompressor({.name = name, .ratio = 0.5});
+    for (const std::size_t d : {std::size_t{40}, std::size_t{40001}}) {
+      CAPTURE(d);
+      std::vector<float> m(d, 1.0f), x(d, 0.5f);
+      for (std::size_t i = 0; i < d; i += 2) m[i] = 3e38f, x[i] = 2e38f;  // float sum: +inf
+      gc::Encoded out;
+      Rng rng(1);
+      CHECK_THROWS_AS(c->encodeWithFeedback(std::span<float>(m), std::span<const float>(x), rng, out), DecodeError);
+      if (name == "fp16") continue;  // fp16 saturates a finite double beyond its range (compressors/half.h)
+      std::vector<double> md(d, 1.0), xd(d, 0.5);
+      for (std::size_t i = 0; i < d; i += 2) md[i] = 3e38, xd[i] = 2e38;  // a double, beyond float's range
+      CHECK_THROWS_AS(c->encodeWithFeedback(std::span<double>(md), std::span<const double>(xd), rng, out), DecodeError);
     }
   }
 }
