@@ -108,14 +108,14 @@ void exactAmongCandidates(std::uint32_t k, Scratch<T>& s, std::vector<std::uint3
 // the sign bit cleared: for non-negative non-NaN floats their order is the integer order, and integer
 // compares vectorize without fast-math. A block whose compares are all false (most blocks, for a high
 // threshold) costs a few vector instructions; in a hit block only the hits are visited.
-template <class T>
-void collectAtLeast(std::span<const T> x, T t, Scratch<T>& s) {
+// `prepBlock(i)` runs before block [i, i + 32) is read and `prepOne(i)` before a tail value i: nothing for
+// collectAtLeast, the add that makes the values for addAndCollectAtLeast.
+template <class T, class PrepBlock, class PrepOne>
+void collectWith(const T* p, std::size_t d, T t, Scratch<T>& s, PrepBlock prepBlock, PrepOne prepOne) {
   using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
   static_assert(sizeof(I) == sizeof(T));
   constexpr I kMag = std::numeric_limits<I>::max();
   const I tb = std::bit_cast<I>(t);
-  const std::size_t d = x.size();
-  const T* p = x.data();
   std::size_t n = 0;
   // The buffers only grow (sized in whole blocks) and are trimmed to n at the end: capacity is kept,
   // so steady-state calls do not allocate.
@@ -125,6 +125,7 @@ void collectAtLeast(std::span<const T> x, T t, Scratch<T>& s) {
   };
   std::size_t i = 0;
   for (; i + kBlock <= d; i += kBlock) {
+    prepBlock(i);
     std::uint32_t m = 0;
 #if defined(__SSE2__)
     if constexpr (std::is_same_v<T, float>) {
@@ -147,11 +148,17 @@ void collectAtLeast(std::span<const T> x, T t, Scratch<T>& s) {
   }
   ensureBlock();
   for (; i < d; ++i) {
+    prepOne(i);
     const T a = std::abs(p[i]);
     if (a >= t) s.cand[n] = static_cast<std::uint32_t>(i), s.candMag[n++] = a;
   }
   s.cand.resize(n);
   s.candMag.resize(n);
+}
+
+template <class T>
+void collectAtLeast(std::span<const T> x, T t, Scratch<T>& s) {
+  collectWith(x.data(), x.size(), t, s, [](std::size_t) {}, [](std::size_t) {});
 }
 
 // One block of collectAtLeast's loop fused with the add that makes its input: m[0..32) += x[0..32). The
@@ -172,53 +179,19 @@ std::uint32_t addBlock(T* m, const T* x) {
 }
 
 // m += x and collectAtLeast(m, t) in one pass over both vectors, where they were two passes (and a third,
-// the caller's finiteness check of x). Returns false when some x_i is not finite: m then holds the sums
-// and the candidates mean nothing.
+// the caller's finiteness check of x): each block is added, then tested while its sums are in L1. Returns
+// false when some x_i is not finite: m then holds the sums and the candidates mean nothing.
 template <class T>
 bool addAndCollectAtLeast(std::span<T> m, std::span<const T> x, T t, Scratch<T>& s) {
-  using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
-  constexpr I kMag = std::numeric_limits<I>::max();
-  const I tb = std::bit_cast<I>(t);
-  const std::size_t d = m.size();
-  T* p = m.data();
-  std::size_t n = 0;
+  T* pm = m.data();
+  const T* px = x.data();
   std::uint32_t bad = 0;
-  if (s.cand.size() < 4 * kBlock) s.cand.resize(4 * kBlock), s.candMag.resize(4 * kBlock);
-  auto ensureBlock = [&] {
-    if (n + kBlock > s.cand.size()) s.cand.resize(2 * s.cand.size()), s.candMag.resize(2 * s.candMag.size());
-  };
-  std::size_t i = 0;
-  for (; i + kBlock <= d; i += kBlock) {
-    bad |= addBlock(p + i, x.data() + i);
-    std::uint32_t hits = 0;
-#if defined(__SSE2__)
-    if constexpr (std::is_same_v<T, float>) {
-      hits = hitMask32(p + i, tb);
-    } else
-#endif
-    {
-      I bits[kBlock];
-      std::memcpy(bits, p + i, sizeof bits);
-      for (std::size_t j = 0; j < kBlock; ++j) hits |= static_cast<std::uint32_t>((bits[j] & kMag) >= tb) << j;
-    }
-    if (hits == 0) continue;
-    ensureBlock();
-    do {
-      const auto j = static_cast<unsigned>(std::countr_zero(hits));
-      hits &= hits - 1;
-      s.cand[n] = static_cast<std::uint32_t>(i + j);
-      s.candMag[n++] = std::abs(p[i + j]);
-    } while (hits != 0);
-  }
-  ensureBlock();
-  for (; i < d; ++i) {
-    bad |= static_cast<std::uint32_t>(!std::isfinite(x[i]));
-    p[i] += x[i];
-    const T a = std::abs(p[i]);
-    if (a >= t) s.cand[n] = static_cast<std::uint32_t>(i), s.candMag[n++] = a;
-  }
-  s.cand.resize(n);
-  s.candMag.resize(n);
+  collectWith<T>(
+      pm, m.size(), t, s, [&](std::size_t i) { bad |= addBlock(pm + i, px + i); },
+      [&](std::size_t i) {
+        bad |= static_cast<std::uint32_t>(!std::isfinite(px[i]));
+        pm[i] += px[i];
+      });
   return bad == 0;
 }
 
