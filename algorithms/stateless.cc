@@ -195,15 +195,15 @@ bool DeepSqueeze::mixInPlace(std::span<const Incoming> msgs, const topology::Mix
   return true;
 }
 
+namespace {
+constexpr std::size_t kPrefetchAhead = 16;  // indices ahead whose cache lines mixMerged asks for
+}  // namespace
+
 // mixInPlace's operations in one pass: per index of the supports' union, ascending, x_i plus each
 // neighbour's term in the row's order, then this node's own, as the dense path adds them (bit for bit),
 // and the change's square summed on the way. Where mixInPlace parsed every message twice and walked the
 // supports four times (x aside, the neighbours' adds, the own add, the change), this parses each once and
 // walks the union once: at 100M parameters with top-1% every walk is ~2M cache misses.
-namespace {
-constexpr std::size_t kPrefetchAhead = 16;
-}  // namespace
-
 bool DeepSqueeze::mixMerged(std::span<const Incoming> msgs, const topology::MixingRow& row) {
   const auto dim = static_cast<std::uint32_t>(x_.size());
   std::size_t lists = 0;
