@@ -11,6 +11,7 @@
 
 #include "core/bitpack.h"
 #include "core/error.h"
+#include "core/float_words.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -166,13 +167,9 @@ void collectAtLeast(std::span<const T> x, T t, Scratch<T>& s) {
 // (its exponent bits all set).
 template <class T>
 std::uint32_t addBlock(T* m, const T* x) {
-  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr U kExp = static_cast<U>(sizeof(T) == 4 ? 0x7F800000ull : 0x7FF0000000000000ull);
   std::uint32_t bad = 0;
   for (std::size_t j = 0; j < kBlock; ++j) {
-    U u;
-    std::memcpy(&u, x + j, sizeof u);
-    bad |= static_cast<std::uint32_t>((u & kExp) == kExp);
+    bad |= nonFiniteBits(x[j]);
     m[j] += x[j];
   }
   return bad;

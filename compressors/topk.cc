@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compressors/codec_base.h"
+#include "core/float_words.h"
 #include "compressors/select.h"
 #include "compressors/sparse_common.h"
 
@@ -88,9 +89,7 @@ class TopK final : public detail::CodecBase<TopK> {
       // DeepSqueeze's merged mix, which walks its supports the same way; docs/results.md §23).
       if (j + 16 < idx.size()) __builtin_prefetch(m.data() + idx[j + 16], 1);
       const float f = static_cast<float>(m[idx[j]]);
-      std::uint32_t u;
-      std::memcpy(&u, &f, 4);
-      bad |= static_cast<std::uint32_t>((u & 0x7F800000u) == 0x7F800000u);
+      bad |= nonFiniteBits(f);
       std::memcpy(dst + 4 * j, &f, 4);
       if constexpr (std::is_same_v<T, float>)
         m[idx[j]] = 0.0f;
