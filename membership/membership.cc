@@ -424,6 +424,7 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
       } else {
         contested = true;
         ++stats_.verdicts_rejected;
+        returnVerdict(from, m.sender.incarnation);
       }
     } else if (deadOnMe(m.updates)) {
       contested = true;
@@ -555,6 +556,22 @@ std::optional<Refusal> Membership::refusalOf(PeerId from, const Message& join) c
   if (live_here && held.instance != 0 && held.instance != join.sender.instance)
     return Refusal{from, join.sender.endpoint, Refusal::Reason::DuplicateId, held.endpoint};
   return std::nullopt;
+}
+
+// We outnumber an accuser that holds us dead, so its side is the one to rejoin; after a partition it holds
+// our side dead already, and its own contest makes it do so. A one-sided verdict (the accuser's timer ran
+// while only its links to us were slow, or it took our death second-hand) had nothing to end it: the
+// accuser kept its tombstone, we kept it live, and the two views stayed apart for good (a swarm CI run:
+// three nodes held four dead for minutes, and every ring round hit its timeout). Holding the accuser dead
+// ourselves makes the verdicts symmetric: our answers and recontact pings tell it, it contests, our table
+// outnumbers its side, and it rejoins as a new life.
+void Membership::returnVerdict(PeerId accuser, Incarnation incarnation) {
+  Entry& e = members_.at(accuser);  // receive() applied its record first
+  if (e.info.incarnation != incarnation || !live(e.info.state)) return;
+  e.info.state = MemberState::Dead;
+  ++stats_.verdicts_returned;
+  events_.push_back({MembershipEvent::Kind::Died, accuser, incarnation});
+  enqueue(accuser);
 }
 
 // Asks the accuser for its table (a Join: any member answers it with a JoinReply holding its verdicts).

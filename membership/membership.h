@@ -44,6 +44,10 @@
 //    taken: after a one-node cut healed, the cut-off node's "dead" verdicts on the other seven made all
 //    seven rejoin (issue 28). The accuser that won is where the daemon rejoins (rejoinVia()): joining
 //    through a member of the losing side would give the new life that side's stale tombstones.
+//    A verdict we refuse can be one-sided (the accuser's timer ran while only its links to us were slow,
+//    or it took our death second-hand): then we declare the accuser dead ourselves (returnVerdict), so
+//    that it hears of its own death, contests it, is outnumbered by our table and rejoins. Without that,
+//    the accuser kept its tombstone, we kept it live, and the views stayed apart for good.
 //    While a verdict on us is contested, the same message's Dead verdicts on members we hold live are not
 //    applied either: they belong to the other side of the same partition.
 //  - Second-hand deaths of members we hear from: a Dead verdict on member X, heard from someone else while
@@ -204,6 +208,7 @@ struct MembershipStats {
   std::uint64_t join_attempts = 0;
   std::uint64_t verdicts_contested = 0;    // Dead verdicts on us answered with a Join to the accuser
   std::uint64_t verdicts_rejected = 0;     // ...where our camp was the larger side, so we stayed
+  std::uint64_t verdicts_returned = 0;     // ...and the accuser, live here until then, was declared dead by us
   std::uint64_t deaths_doubted = 0;        // second-hand deaths of members we heard from, held as suspicions
   std::uint64_t foreign_messages = 0;      // messages of another cluster's fingerprint, dropped (Cluster identity)
   bool operator==(const MembershipStats&) const = default;
@@ -288,6 +293,7 @@ class Membership {
   std::size_t liveCount() const;
   bool isLive(PeerId id) const;
   void enqueue(PeerId id);
+  void returnVerdict(PeerId accuser, Incarnation incarnation);
   Bytes encode(std::uint8_t kind, const Message& body, std::span<const PeerId> forced);
   void sendMsg(PeerId to, const std::string& endpoint, std::uint8_t kind, const Message& body,
                std::span<const PeerId> forced = {});

@@ -807,6 +807,78 @@ TEST_CASE("membership: a second-hand death of a member that spoke to us within t
   CHECK(m.stats().deaths_doubted == 1);
 }
 
+// Found by a swarm CI run (8 containers on 2 busy cores): three nodes held four others dead while everyone
+// else, the four included, held them all alive. Each victim, told of its death, fetched its accuser's
+// table and refused the verdict (its camp of four tied the accusers' side of four and held the lowest id),
+// the accusers kept their tombstones, and nothing else ever happened: the two views stayed apart for good
+// and every ring round hit its timeout. Here the state is made directly: the victims go unheard at the
+// accusers for longer than a suspicion timeout (so that a second-hand death is taken, not doubted), then
+// the bystander's gossip brings the accusers the verdicts. The settlement wanted: the outnumbered accusers
+// rejoin as new lives (as the daemon does on declaredDead()), the victims stay, and every view agrees.
+TEST_CASE("membership: one-sided death verdicts of a minority end with the minority rejoining - not a split for good") {
+  const std::vector<PeerId> accusers{3, 4, 5}, victims{1, 2, 6, 7};
+  const PeerId bystander = 8;
+  int settled = 0, accusersRejoined = 0;
+  const int seeds = 24;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    CAPTURE(seed);
+    SimNet net(static_cast<std::uint64_t>(seed));
+    // docker/node.toml's probing: the configuration of the CI run that found it.
+    net.options.probe_interval = 500ms;
+    net.options.probe_timeout = 250ms;
+    net.options.suspicion_mult = 6;
+    net.addCluster(8);
+    REQUIRE(net.runUntil([&] { return net.converged(iota(1, 8)); }, 20s) <= 20s);
+    for (PeerId v : victims)
+      for (PeerId a : accusers) net.blocked.insert({v, a});
+    net.run(net.at(1).suspicionTimeout() + 300ms);
+    net.blocked.clear();
+    for (PeerId a : accusers) {
+      std::vector<MemberInfo> verdicts;
+      for (PeerId v : victims) {
+        MemberInfo d = *net.infoAt(bystander, v);
+        d.state = MemberState::Dead;
+        verdicts.push_back(d);
+      }
+      net.at(a).receive(bystander, gossipMsg(net.at(bystander).self(), verdicts), net.now);
+    }
+    std::set<PeerId> rejoined;
+    const auto restart = [&] {  // as the daemon does: through the winning accuser, then whom it knew
+      for (PeerId id : iota(1, 8)) {
+        if (!net.at(id).declaredDead()) continue;
+        std::vector<std::string> seedsOf;
+        if (!net.at(id).rejoinVia().empty()) seedsOf.push_back(net.at(id).rejoinVia());
+        for (const auto& m : net.at(id).members())
+          if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seedsOf.push_back(m.endpoint);
+        net.add(id, seedsOf, net.nodes.at(id).incarnation + 1);
+        rejoined.insert(id);
+      }
+    };
+    const ms took = net.runUntil([&] { restart(); return net.converged(iota(1, 8)); }, 120s);
+    if (took > 120s) {
+      std::string views;
+      for (PeerId id : iota(1, 8)) {
+        views += " " + std::to_string(id) + ":{";
+        for (const auto& m : net.at(id).alive()) views += std::to_string(m.id) + ",";
+        views += "}";
+      }
+      FAIL_CHECK("views still apart 120 s after the verdicts:" << views);
+      continue;
+    }
+    ++settled;
+    CHECK(rejoined.count(bystander) == 0);
+    accusersRejoined += !rejoined.empty() &&
+                        std::all_of(rejoined.begin(), rejoined.end(), [&](PeerId id) { return std::count(accusers.begin(), accusers.end(), id) > 0; });
+    net.run(10s);
+    CHECK(net.converged(iota(1, 8)));
+  }
+  MESSAGE(settled << " of " << seeds << " seeds settled, " << accusersRejoined << " of them by the accusers rejoining");
+  // Usually only the accusers rejoin. Not always: in 1 seed of 400 tried, the returned verdicts spread
+  // second-hand, victims and accusers declared each other dead in turn, and six of the eight rejoined
+  // before the views agreed (the bystander stayed).
+  CHECK(accusersRejoined >= seeds * 3 / 4);
+}
+
 TEST_CASE("membership: malformed input throws DecodeError and changes nothing") {
   // Capture real traffic of every kind: joins, probes, indirect probes (a partition), refutations, a leave.
   SimNet net(8);
