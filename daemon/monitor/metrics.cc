@@ -166,6 +166,14 @@ std::string renderMetrics(const NodeMetrics& m) {
            "Suspicions this node learned were refuted (the suspected member proved alive).")
       .sample(m.refutations);
   w.family("gossipd_deaths_total", "counter", "Members this node learned were declared dead.").sample(m.deaths);
+  w.family("gossipd_death_verdicts_total", "counter",
+           "Dead verdicts on this node's own life, by outcome: contested (a Join sent to the accuser), refused (this "
+           "node's camp outnumbered the accuser's side) and returned (the accuser declared dead by this node, so "
+           "that it rejoins).");
+  for (const char* outcome : {"contested", "refused", "returned"}) {
+    const auto it = m.death_verdicts.find(outcome);
+    w.sample(it == m.death_verdicts.end() ? 0 : it->second, {{"outcome", outcome}});
+  }
   w.family("gossipd_disconnects_total", "counter", "Peer connections the transport saw break (each one a probe hint).")
       .sample(m.disconnects);
   w.family("gossipd_state_transfers_sent_total", "counter", "Models sent to joining or restarted peers.")

@@ -73,6 +73,7 @@ struct NodeMetrics {
   std::uint64_t suspicions = 0;
   std::uint64_t refutations = 0;
   std::uint64_t deaths = 0;
+  std::map<std::string, std::uint64_t> death_verdicts;  // verdicts on this node's life, by outcome (node_status.h)
   std::uint64_t disconnects = 0;
   std::uint64_t state_transfers_sent = 0;
   std::uint64_t state_transfers_received = 0;

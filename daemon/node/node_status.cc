@@ -71,6 +71,8 @@ NodeStatus collectStatus(const StatusSources& in, std::uint64_t now) {
   s.suspicions = in.report->suspicions();
   s.refutations = in.report->refutations();
   s.deaths = in.report->deaths();
+  const auto ms = in.membership->stats();
+  s.death_verdicts = {{"contested", ms.verdicts_contested}, {"refused", ms.verdicts_rejected}, {"returned", ms.verdicts_returned}};
   s.last_checkpoint = in.lastCheckpoint;
   if (in.lastCheckpointAt) s.checkpoint_age_seconds = static_cast<double>(now - std::min(now, *in.lastCheckpointAt)) / 1000.0;
   if (in.bridge)
@@ -141,6 +143,7 @@ std::string renderStatusJson(const NodeStatus& s) {
                    {"suspicions", s.suspicions},
                    {"refutations", s.refutations},
                    {"deaths", s.deaths},
+                   {"death_verdicts", s.death_verdicts},
                    {"last_checkpoint", s.last_checkpoint},
                    {"trainer", s.trainer ? nlohmann::json(s.trainer->state) : nlohmann::json(nullptr)},
                    {"trainer_rounds", s.trainer ? s.trainer->rounds : 0},
@@ -175,6 +178,7 @@ NodeMetrics toMetrics(const NodeStatus& s) {
   m.suspicions = s.suspicions;
   m.refutations = s.refutations;
   m.deaths = s.deaths;
+  m.death_verdicts = s.death_verdicts;
   m.disconnects = s.disconnects;
   m.state_transfers_sent = s.states_sent;
   m.state_transfers_received = s.states_received;

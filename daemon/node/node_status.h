@@ -72,6 +72,11 @@ struct NodeStatus {
   std::uint64_t rejected = 0;                               // their total
   std::uint64_t disconnects = 0;
   std::uint64_t suspicions = 0, refutations = 0, deaths = 0;
+  // Dead verdicts on this node's own life (membership.h, "Contested verdicts"): contested (answered with a
+  // Join to the accuser), refused (our camp outnumbered the accuser's side) and returned (the accuser,
+  // live here until then, declared dead by us so that it rejoins). Refusals that keep growing mean some
+  // member's view is not ours.
+  std::map<std::string, std::uint64_t> death_verdicts;
   Round last_checkpoint = 0;                    // the newest checkpoint on disk (0: none by this process)
   std::optional<double> checkpoint_age_seconds;  // none before this process wrote one
   std::optional<NodeMetrics::Trainer> trainer;   // trainer.enable only

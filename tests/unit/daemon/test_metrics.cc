@@ -103,7 +103,8 @@ TEST_CASE("every sample belongs to a family announced by HELP and TYPE just befo
   }
   for (const char* name : {"gossipd_round", "gossipd_train_loss", "gossipd_test_accuracy_ratio", "gossipd_bytes_sent_total",
                            "gossipd_bytes_received_total", "gossipd_compression_ratio", "gossipd_rejected_messages_total",
-                           "gossipd_suspicions_total", "gossipd_deaths_total", "gossipd_state_transfers_sent_total",
+                           "gossipd_suspicions_total", "gossipd_deaths_total", "gossipd_death_verdicts_total",
+                           "gossipd_state_transfers_sent_total",
                            "gossipd_state_transfers_received_total", "gossipd_peer_up", "gossipd_peer_last_heard_seconds",
                            "gossipd_round_duration_seconds", "gossipd_checkpoint_age_seconds", "gossipd_incarnation",
                            "gossipd_neighbors"})

@@ -51,6 +51,7 @@ NodeStatus example(const Histogram* h) {
   s.suspicions = 9;
   s.refutations = 10;
   s.deaths = 11;
+  s.death_verdicts = {{"contested", 3}, {"refused", 2}, {"returned", 1}};
   s.last_checkpoint = 40;
   s.checkpoint_age_seconds = 2.5;
   s.seconds = 12.5;
@@ -100,7 +101,7 @@ TEST_CASE("status.json: every key - with the snapshot's values") {
       "drift_warning", "accuracy", "accuracy_samples", "alive", "neighbors", "bytes_sent", "model_bytes_sent",
       "membership_bytes_sent", "membership_messages_sent", "status_bytes_sent", "retransmitted", "messages_missing",
       "states_sent", "states_received", "compute_seconds", "rejected", "rejected_by_reason", "disconnects",
-      "suspicions", "refutations", "deaths", "last_checkpoint", "trainer", "trainer_rounds", "trainer_copy_seconds",
+      "suspicions", "refutations", "deaths", "death_verdicts", "last_checkpoint", "trainer", "trainer_rounds", "trainer_copy_seconds",
       "seconds"};
   std::set<std::string> got;
   for (const auto& [k, v] : j.items()) got.insert(k);
@@ -172,6 +173,8 @@ TEST_CASE("/metrics from the same snapshot shows the same numbers") {
   CHECK(sample(text, "gossipd_checkpoint_age_seconds") == "2.5");
   CHECK(sample(text, "gossipd_suspicions_total") == "9");
   CHECK(sample(text, "gossipd_deaths_total") == "11");
+  CHECK(text.find("gossipd_death_verdicts_total{outcome=\"refused\"} 2\n") != std::string::npos);
+  CHECK(text.find("gossipd_death_verdicts_total{outcome=\"returned\"} 1\n") != std::string::npos);
   CHECK(text.find("gossipd_state{state=\"training\"} 1") != std::string::npos);
   CHECK(text.find("gossipd_rejected_messages_total{reason=\"bad_checksum\"} 2") != std::string::npos);
 

@@ -867,6 +867,9 @@ TEST_CASE("membership: one-sided death verdicts of a minority end with the minor
     }
     ++settled;
     CHECK(rejoined.count(bystander) == 0);
+    std::uint64_t returned = 0;
+    for (PeerId v : victims) returned += rejoined.count(v) ? 0 : net.at(v).stats().verdicts_returned;
+    CHECK((rejoined.empty() || returned > 0));  // what status.json's death_verdicts shows an operator
     accusersRejoined += !rejoined.empty() &&
                         std::all_of(rejoined.begin(), rejoined.end(), [&](PeerId id) { return std::count(accusers.begin(), accusers.end(), id) > 0; });
     net.run(10s);
