@@ -186,9 +186,24 @@ Bytes Membership::encode(std::uint8_t kind, const Message& body, std::span<const
       if (--q->second.left == 0) queue_.erase(q);
     }
   }
+  if (kind != kJoin && kind != kJoinReply && kind != kRefuse && pick.size() < std::max(opt_.max_piggyback, forced.size()))
+    if (const auto id = nextAntiEntropy(pick)) pick.push_back(*id);
   w.put(static_cast<std::uint16_t>(pick.size()));
   for (PeerId id : pick) putRecord(w, members_.at(id).info);
   return out;
+}
+
+// The next Alive member after the last one sent this way (wrapping around), other than us and the picked.
+std::optional<PeerId> Membership::nextAntiEntropy(const std::vector<PeerId>& picked) {
+  const auto eligible = [&](const auto& kv) {
+    return kv.first != self_id_ && kv.second.info.state == MemberState::Alive &&
+           std::find(picked.begin(), picked.end(), kv.first) == picked.end();
+  };
+  auto it = std::find_if(members_.upper_bound(anti_entropy_after_), members_.end(), eligible);
+  if (it == members_.end()) it = std::find_if(members_.begin(), members_.end(), eligible);
+  if (it == members_.end()) return std::nullopt;
+  anti_entropy_after_ = it->first;
+  return it->first;
 }
 
 void Membership::sendMsg(PeerId to, const std::string& endpoint, std::uint8_t kind, const Message& body,
