@@ -2,12 +2,15 @@
 // peer::Membership over a virtual network (no sockets, a virtual clock): the nodes start at random times
 // within --spread-ms, through seeds 0, 1 and 2 (as docker/ring8.yaml), with docker/node.toml's probing;
 // during the first --load-s seconds every message gets up to --jitter-ms of extra delay and each node
-// stops for 0.1-0.95 s at random (a duty of up to --duty: containers sharing two busy cores). A node told
+// stops for 0.1 s to --pause-max-ms at random (a duty of up to --duty: containers sharing two busy cores;
+// a stop longer than the 3 s suspicion timeout can get a node declared dead). A node told
 // it is dead rejoins as a new incarnation, as the daemon does. A run is stuck when, --watch-s seconds after
 // the load ended, some node's alive view differs from the others'. Views that differ give ring neighbours
 // that differ, and every round of such a node waits for its timeout (docs/results.md, the membership
 // section). JSON on stdout, as every bench here; never asserted in ctest.
-//   bench_membership_startup [--runs N] [--spread-ms MS] [--duty F] [--jitter-ms MS] [--load-s S] [--watch-s S]
+//   bench_membership_startup [--runs N] [--spread-ms MS] [--duty F] [--jitter-ms MS] [--pause-max-ms MS]
+//                            [--load-s S] [--watch-s S]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +38,7 @@ struct Params {
   int spread_ms = 6000;
   double duty = 0.3;
   int jitter_ms = 100;
+  int pause_max_ms = 950;
   int load_s = 10;
   int watch_s = 200;
 };
@@ -72,7 +76,7 @@ class Run {
         if (!nodes_.count(id) && now_ >= startAt[id]) add(id, {endpointOf(0), endpointOf(1), endpointOf(2)}, 0);
       if (loading_)
         for (auto& [id, n] : nodes_)  // a stop starts with probability duty/50 per 10 ms step
-          if (n.paused_until <= now_ && rng_.uniform() < duty[id] / 50) n.paused_until = now_ + ms(100 + rng_.below(851));
+          if (n.paused_until <= now_ && rng_.uniform() < duty[id] / 50) n.paused_until = now_ + ms(100 + rng_.below(static_cast<std::uint64_t>(std::max(0, p_.pause_max_ms - 100)) + 1));
       step(out);
     }
     const auto first = nodes_.begin()->second.m->alive();
@@ -166,6 +170,7 @@ int main(int argc, char** argv) {
     else if (k == "--spread-ms") p.spread_ms = std::atoi(v);
     else if (k == "--duty") p.duty = std::atof(v);
     else if (k == "--jitter-ms") p.jitter_ms = std::atoi(v);
+    else if (k == "--pause-max-ms") p.pause_max_ms = std::atoi(v);
     else if (k == "--load-s") p.load_s = std::atoi(v);
     else if (k == "--watch-s") p.watch_s = std::atoi(v);
     else {
@@ -193,6 +198,7 @@ int main(int argc, char** argv) {
                       {"spread_ms", p.spread_ms},
                       {"duty", p.duty},
                       {"jitter_ms", p.jitter_ms},
+                      {"pause_max_ms", p.pause_max_ms},
                       {"load_s", p.load_s},
                       {"watch_s", p.watch_s},
                       {"stuck", stuck},
