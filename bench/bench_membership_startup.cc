@@ -50,6 +50,8 @@ struct Outcome {
   int unknown = 0;     // (node, member) pairs where the node never heard of the member
   int tombstones = 0;  // Dead records of members alive in that same life
   bool deaths = false, rejoins = false;
+  std::uint64_t messages = 0, bytes = 0;  // membership messages sent by every node, all its lives
+  double node_seconds = 0;                // the time the nodes ran, summed
 };
 
 class Run {
@@ -79,6 +81,13 @@ class Run {
           if (n.paused_until <= now_ && rng_.uniform() < duty[id] / 50) n.paused_until = now_ + ms(100 + rng_.below(static_cast<std::uint64_t>(std::max(0, p_.pause_max_ms - 100)) + 1));
       step(out);
     }
+    for (const auto& [id, n] : nodes_) {
+      messages_ += n.m->stats().messages_sent;
+      bytes_ += n.m->stats().bytes_sent;
+      out.node_seconds += std::chrono::duration<double>(now_ - startAt[id]).count();
+    }
+    out.messages = messages_;
+    out.bytes = bytes_;
     const auto first = nodes_.begin()->second.m->alive();
     for (const auto& [id, n] : nodes_) {
       if (n.m->alive() != first || first.size() != kNodes) out.stuck = true;
@@ -105,6 +114,7 @@ class Run {
 
   void add(PeerId id, std::vector<std::string> seeds, Incarnation inc) {
     Node& n = nodes_[id];
+    if (n.m) messages_ += n.m->stats().messages_sent, bytes_ += n.m->stats().bytes_sent;  // a life that ends
     n.m = std::make_unique<Membership>(MemberInfo{id, inc, 0, endpointOf(id), MemberState::Alive, 1000 + id}, std::move(seeds), opt_,
                                        [this, id](PeerId to, const std::string& e, Bytes b) { route(id, to, e, std::move(b)); },
                                        deriveSeed({rng_.next(), id, inc}));
@@ -157,6 +167,7 @@ class Run {
   std::map<PeerId, Node> nodes_;
   std::map<std::pair<TP, std::uint64_t>, Msg> inflight_;
   std::uint64_t order_ = 0;
+  std::uint64_t messages_ = 0, bytes_ = 0;
 };
 
 }  // namespace
@@ -180,11 +191,15 @@ int main(int argc, char** argv) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   int stuck = 0, stuckUnknown = 0, stuckTombstones = 0, withDeaths = 0, withRejoins = 0;
+  double messages = 0, bytes = 0, nodeSeconds = 0;
   std::vector<int> stuckSeeds;
   for (int seed = 1; seed <= p.runs; ++seed) {
     const Outcome o = Run(p, static_cast<std::uint64_t>(seed)).go();
     withDeaths += o.deaths;
     withRejoins += o.rejoins;
+    messages += static_cast<double>(o.messages);
+    bytes += static_cast<double>(o.bytes);
+    nodeSeconds += o.node_seconds;
     if (!o.stuck) continue;
     ++stuck;
     stuckUnknown += o.unknown > 0;
@@ -207,6 +222,8 @@ int main(int argc, char** argv) {
                       {"stuck_seeds", stuckSeeds},
                       {"runs_with_deaths", withDeaths},
                       {"runs_with_rejoins", withRejoins},
+                      {"messages_per_node_second", messages / nodeSeconds},
+                      {"bytes_per_node_second", bytes / nodeSeconds},
                       {"wall_seconds", wall}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
