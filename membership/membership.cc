@@ -129,7 +129,7 @@ void Membership::enqueue(PeerId id) {
   queue_[id] = Broadcast{next_order_++, times};
 }
 
-Bytes Membership::encode(std::uint8_t kind, const Message& body, std::span<const PeerId> forced) {
+Bytes Membership::encode(PeerId to, std::uint8_t kind, const Message& body, std::span<const PeerId> forced) {
   Bytes out;
   ByteWriter w(out);
   serial::putTag(w, kTag);
@@ -187,16 +187,17 @@ Bytes Membership::encode(std::uint8_t kind, const Message& body, std::span<const
     }
   }
   if (kind != kJoin && kind != kJoinReply && kind != kRefuse && pick.size() < std::max(opt_.max_piggyback, forced.size()))
-    if (const auto id = nextAntiEntropy(pick)) pick.push_back(*id);
+    if (const auto id = nextAntiEntropy(pick, to)) pick.push_back(*id);
   w.put(static_cast<std::uint16_t>(pick.size()));
   for (PeerId id : pick) putRecord(w, members_.at(id).info);
   return out;
 }
 
-// The next Alive member after the last one sent this way (wrapping around), other than us and the picked.
-std::optional<PeerId> Membership::nextAntiEntropy(const std::vector<PeerId>& picked) {
+// The next Alive member after the last one sent this way (wrapping around), other than us, the receiver
+// (its own record would waste the slot) and the picked.
+std::optional<PeerId> Membership::nextAntiEntropy(const std::vector<PeerId>& picked, PeerId to) {
   const auto eligible = [&](const auto& kv) {
-    return kv.first != self_id_ && kv.second.info.state == MemberState::Alive &&
+    return kv.first != self_id_ && kv.first != to && kv.second.info.state == MemberState::Alive &&
            std::find(picked.begin(), picked.end(), kv.first) == picked.end();
   };
   auto it = std::find_if(members_.upper_bound(anti_entropy_after_), members_.end(), eligible);
@@ -208,7 +209,7 @@ std::optional<PeerId> Membership::nextAntiEntropy(const std::vector<PeerId>& pic
 
 void Membership::sendMsg(PeerId to, const std::string& endpoint, std::uint8_t kind, const Message& body,
                          std::span<const PeerId> forced) {
-  Bytes bytes = encode(kind, body, forced);
+  Bytes bytes = encode(to, kind, body, forced);
   ++stats_.messages_sent;
   stats_.bytes_sent += bytes.size();
   send_(to, endpoint, std::move(bytes));
@@ -439,7 +440,7 @@ void Membership::receive(PeerId from, std::span<const std::byte> payload, MsCloc
       } else {
         contested = true;
         ++stats_.verdicts_rejected;
-        returnVerdict(from, m.sender.incarnation);
+        returnVerdict(from, m.sender.incarnation, now);
       }
     } else if (deadOnMe(m.updates)) {
       contested = true;
@@ -580,7 +581,15 @@ std::optional<Refusal> Membership::refusalOf(PeerId from, const Message& join) c
 // three nodes held four dead for minutes, and every ring round hit its timeout). Holding the accuser dead
 // ourselves makes the verdicts symmetric: our answers and recontact pings tell it, it contests, our table
 // outnumbers its side, and it rejoins as a new life.
-void Membership::returnVerdict(PeerId accuser, Incarnation incarnation) {
+//
+// Not while our view may be stale from a pause: members that died while we were stopped are still live
+// here until we have probed them and our restarted timers ran out, so our camp can be counted too large
+// (a tie of {us + three dead} against four live accusers). Refusing then only waits for our own timers,
+// after which we lose the next contest and rejoin; returning the verdict instead made the healthy
+// accusers rejoin through us, one after the other.
+void Membership::returnVerdict(PeerId accuser, Incarnation incarnation, MsClock::time_point now) {
+  const auto stale = suspicionTimeout() + static_cast<std::int64_t>(liveCount()) * opt_.probe_interval;
+  if ((last_tick_ && now - *last_tick_ > 2 * opt_.probe_interval) || (resumed_at_ && now - *resumed_at_ < stale)) return;
   Entry& e = members_.at(accuser);  // receive() applied its record first
   if (e.info.incarnation != incarnation || !live(e.info.state)) return;
   e.info.state = MemberState::Dead;
@@ -743,6 +752,7 @@ void Membership::tick(MsClock::time_point now) {
     // while we could not hear refutations. Start both afresh.
     probes_.clear();
     relays_.clear();
+    resumed_at_ = now;
     for (auto& [id, e] : members_)
       if (e.info.state == MemberState::Suspect) e.suspect_since = now;
     next_probe_ = now;

@@ -70,11 +70,14 @@
 //  - Dissemination: every state change is queued (one entry per member, newest first) and piggybacked on
 //    Ping/Ack/PingReq/Leave/Gossip messages, at most max_piggyback per message and
 //    retransmit_mult * ceil(log10(n+1)) times each. Once those run out nothing repeats a record, so a
-//    message with room also carries one Alive member's record, the members taken in turn (anti-entropy, as
-//    memberlist's periodic push-pull): two nodes that joined at once through different seeds, each
-//    missing from the other's JoinReply, whose join gossip then missed each other, never learned of each
-//    other and never probed each other, and their ring neighbours differed for good (2 in 1000 simulated
-//    startups of 8 nodes under load). In turn, not at random, so that no draw of the Rng moves.
+//    message with room also carries one Alive member's record (not the receiver's), the members taken in
+//    turn: anti-entropy, a light form of what memberlist's periodic full-state push-pull is for. Two nodes
+//    that joined at once through different seeds, each missing from the other's JoinReply, whose join
+//    gossip then missed each other, never learned of each other and never probed each other, and their
+//    ring neighbours differed for good (2 in 1000 simulated startups of 8 nodes under load). In turn, not
+//    at random, so that no draw of the Rng moves. A side effect: a member that holds the record's subject
+//    Dead answers with its tombstone (the older-rumour rule above), so a one-sided verdict keeps reaching
+//    bystanders until it is settled, where before it spread for its few retransmissions only.
 //  - Cluster identity: every Join carries the joiner's identity (MembershipOptions::identity, opaque
 //    here; the daemon's is daemon/node/cluster_identity.h). A member whose own differs answers with a
 //    Refuse carrying its identity and takes nothing of the joiner into its table; both sides keep the
@@ -298,8 +301,8 @@ class Membership {
   std::size_t liveCount() const;
   bool isLive(PeerId id) const;
   void enqueue(PeerId id);
-  void returnVerdict(PeerId accuser, Incarnation incarnation);
-  Bytes encode(std::uint8_t kind, const Message& body, std::span<const PeerId> forced);
+  void returnVerdict(PeerId accuser, Incarnation incarnation, MsClock::time_point now);
+  Bytes encode(PeerId to, std::uint8_t kind, const Message& body, std::span<const PeerId> forced);
   void sendMsg(PeerId to, const std::string& endpoint, std::uint8_t kind, const Message& body,
                std::span<const PeerId> forced = {});
   void sendPing(PeerId target, const std::string& endpoint, std::uint32_t seq,
@@ -317,7 +320,7 @@ class Membership {
   void tryJoin(MsClock::time_point now);
   void knockWhenAlone(MsClock::time_point now);
   void recontactDead(MsClock::time_point now);
-  std::optional<PeerId> nextAntiEntropy(const std::vector<PeerId>& picked);
+  std::optional<PeerId> nextAntiEntropy(const std::vector<PeerId>& picked, PeerId to);
   std::vector<PeerId> randomLive(std::size_t k, PeerId exclude, bool alive_only);
 
   PeerId self_id_;
@@ -336,6 +339,7 @@ class Membership {
   std::vector<PeerId> probe_order_;
   std::size_t probe_pos_ = 0;
   std::optional<MsClock::time_point> last_tick_;
+  std::optional<MsClock::time_point> resumed_at_;  // when tick() last found we had not been running
   std::optional<MsClock::time_point> next_probe_;
   std::optional<MsClock::time_point> next_join_;
   std::optional<MsClock::time_point> next_recontact_;

@@ -926,6 +926,48 @@ TEST_CASE("membership: two members whose join gossip missed each other learn of 
   CHECK(net.countEvents(Kind::Died) == 0);
 }
 
+// The stale camp of a node back from a pause: while node 1 was stopped, nodes 2, 3 and 4 crashed and the
+// four others declared all four dead. Resumed, node 1 still holds 2, 3 and 4 live (until it has probed
+// them and its restarted timers ran out), so its camp {1, 2, 3, 4} ties the accusers' side {5, 6, 7, 8}
+// and holds the lowest id: it refuses. Returning that verdict would make the four healthy nodes rejoin
+// through node 1, one after the other. It must instead wait for its own timers and rejoin alone.
+TEST_CASE("membership: a node back from a pause does not return a verdict on the healthy side - its camp is stale") {
+  for (std::uint64_t seed : {1, 2, 3, 4, 5}) {
+    CAPTURE(seed);
+    SimNet net(seed);
+    net.options.probe_interval = 500ms;  // docker/node.toml's probing
+    net.options.probe_timeout = 250ms;
+    net.options.suspicion_mult = 6;
+    net.addCluster(8);
+    REQUIRE(net.runUntil([&] { return net.converged(iota(1, 8)); }, 20s) <= 20s);
+    net.nodes.at(1).paused = true;
+    for (PeerId id : {2, 3, 4}) net.nodes.at(id).crashed = true;
+    REQUIRE(net.runUntil([&] {
+      for (PeerId a : iota(5, 8))
+        for (PeerId d : iota(1, 4))
+          if (net.infoAt(a, d)->state != MemberState::Dead) return false;
+      return true;
+    }, 30s) <= 30s);
+    net.resume(1);
+    std::set<PeerId> rejoined;
+    const ms took = net.runUntil([&] {
+      for (PeerId id : {1, 5, 6, 7, 8}) {
+        if (!net.at(id).declaredDead()) continue;
+        std::vector<std::string> seeds;
+        if (!net.at(id).rejoinVia().empty()) seeds.push_back(net.at(id).rejoinVia());
+        for (const auto& m : net.at(id).members())
+          if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seeds.push_back(m.endpoint);
+        net.add(id, seeds, net.nodes.at(id).incarnation + 1);
+        rejoined.insert(id);
+      }
+      return net.converged({1, 5, 6, 7, 8});
+    }, 60s);
+    CHECK(took <= 60s);
+    CHECK(rejoined == std::set<PeerId>{1});
+    CHECK(net.nodes.at(1).incarnation == 1);
+  }
+}
+
 TEST_CASE("membership: malformed input throws DecodeError and changes nothing") {
   // Capture real traffic of every kind: joins, probes, indirect probes (a partition), refutations, a leave.
   SimNet net(8);
