@@ -160,6 +160,20 @@ struct SimNet {
     return true;
   }
 
+  // As the daemon does for a running node told it is dead: a new incarnation that joins first through the
+  // accuser whose side won, then through every member it held live. Adds the restarted ids to `rejoined`.
+  void restartDeclaredDead(std::set<PeerId>& rejoined) {
+    for (auto& [id, n] : nodes) {
+      if (n.crashed || !n.m->declaredDead()) continue;
+      std::vector<std::string> seeds;
+      if (!n.m->rejoinVia().empty()) seeds.push_back(n.m->rejoinVia());
+      for (const auto& m : n.m->members())
+        if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seeds.push_back(m.endpoint);
+      add(id, seeds, n.incarnation + 1);  // replaces the value only: the iteration goes on
+      rejoined.insert(id);
+    }
+  }
+
   std::optional<MemberInfo> infoAt(PeerId observer, PeerId about) {
     for (auto& m : at(observer).members())
       if (m.id == about) return m;
@@ -416,19 +430,7 @@ static HealResult partitionHeals(MembershipOptions opt) {
   CHECK(net.converged(iota(1, 4)));
   CHECK(net.converged(iota(5, 8)));
   net.blocked.clear();
-  const auto restart = [&] {
-    for (PeerId id : iota(1, 8)) {
-      if (!net.at(id).declaredDead()) continue;
-      // As the daemon does: first through the accuser whose side won, then through everyone it knew.
-      std::vector<std::string> seeds;
-      if (!net.at(id).rejoinVia().empty()) seeds.push_back(net.at(id).rejoinVia());
-      for (const auto& m : net.at(id).members())
-        if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seeds.push_back(m.endpoint);
-      net.add(id, seeds, net.nodes.at(id).incarnation + 1);
-      result.rejoined.insert(id);
-    }
-  };
-  const ms took = net.runUntil([&] { restart(); return net.converged(iota(1, 8)); }, 60s);
+  const ms took = net.runUntil([&] { net.restartDeclaredDead(result.rejoined); return net.converged(iota(1, 8)); }, 60s);
   MESSAGE("merged after " << took.count() << " ms (recontact every " << opt.recontact_interval.count() << " ms), "
                           << result.rejoined.size() << " nodes rejoined");
   result.merged = took <= 60s;
@@ -846,18 +848,7 @@ TEST_CASE("membership: one-sided death verdicts of a minority end with the minor
       net.at(a).receive(bystander, gossipMsg(net.at(bystander).self(), verdicts), net.now);
     }
     std::set<PeerId> rejoined;
-    const auto restart = [&] {  // as the daemon does: through the winning accuser, then whom it knew
-      for (PeerId id : iota(1, 8)) {
-        if (!net.at(id).declaredDead()) continue;
-        std::vector<std::string> seedsOf;
-        if (!net.at(id).rejoinVia().empty()) seedsOf.push_back(net.at(id).rejoinVia());
-        for (const auto& m : net.at(id).members())
-          if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seedsOf.push_back(m.endpoint);
-        net.add(id, seedsOf, net.nodes.at(id).incarnation + 1);
-        rejoined.insert(id);
-      }
-    };
-    const ms took = net.runUntil([&] { restart(); return net.converged(iota(1, 8)); }, 120s);
+    const ms took = net.runUntil([&] { net.restartDeclaredDead(rejoined); return net.converged(iota(1, 8)); }, 120s);
     if (took > 120s) {
       std::string views;
       for (PeerId id : iota(1, 8)) {
@@ -950,18 +941,7 @@ TEST_CASE("membership: a node back from a pause does not return a verdict on the
     }, 30s) <= 30s);
     net.resume(1);
     std::set<PeerId> rejoined;
-    const ms took = net.runUntil([&] {
-      for (PeerId id : {1, 5, 6, 7, 8}) {
-        if (!net.at(id).declaredDead()) continue;
-        std::vector<std::string> seeds;
-        if (!net.at(id).rejoinVia().empty()) seeds.push_back(net.at(id).rejoinVia());
-        for (const auto& m : net.at(id).members())
-          if (m.id != id && (m.state == MemberState::Alive || m.state == MemberState::Suspect)) seeds.push_back(m.endpoint);
-        net.add(id, seeds, net.nodes.at(id).incarnation + 1);
-        rejoined.insert(id);
-      }
-      return net.converged({1, 5, 6, 7, 8});
-    }, 60s);
+    const ms took = net.runUntil([&] { net.restartDeclaredDead(rejoined); return net.converged({1, 5, 6, 7, 8}); }, 60s);
     CHECK(took <= 60s);
     CHECK(rejoined == std::set<PeerId>{1});
     CHECK(net.nodes.at(1).incarnation == 1);
