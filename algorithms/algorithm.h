@@ -124,6 +124,24 @@ inline std::uint64_t roundSeed(std::uint64_t seed, PeerId self, Incarnation inc,
   return inc == 0 ? deriveSeed({seed, self, t}) : deriveSeed({seed, self, t, 0x1AC0ull, inc});
 }
 
+// A gradient as the methods read it: a Node's own vector, or the trainer's gradient read where the trainer
+// wrote it (its shared memory, GradientEstimator::takeSharedGradient): either binds without a copy. Empty
+// means "exactly zero" (acceptsZeroGradient).
+using GradRef = Eigen::Ref<const Vec>;
+
+// This round's gradient as prepare saw it, kept by a method that applies the step in its mix instead of
+// copying d values: Node keeps the gradient valid and unchanged until the round's last apply.
+struct HeldGradient {
+  const Real* data = nullptr;
+  Eigen::Index size = -1;  // -1: no prepare yet
+  void hold(const GradRef& g) {
+    data = g.data();
+    size = g.size();
+  }
+  bool held() const { return size >= 0; }
+  Eigen::Map<const Vec> view() const { return {data, size < 0 ? 0 : size}; }
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -142,7 +160,7 @@ class Algorithm {
   // LEAD-type methods begin with a local (prox-)gradient step that sends nothing (k = 0 in ALGORITHMS.md
   // §4.5). The runtime calls startStep(g at x, lr) instead of prepare/apply while this is true.
   virtual bool needsStartStep() const { return false; }
-  virtual void startStep(const Vec& /*g*/, double /*lr*/) {}
+  virtual void startStep(const GradRef& /*g*/, double /*lr*/) {}
 
   // The mean minibatch loss of this round's local steps, given before prepare (the leader methods report
   // it to their neighbours; the others ignore it).
@@ -154,7 +172,7 @@ class Algorithm {
   // allocated and unchanged until then (moving the vector is fine: its buffer stays); they are this node's
   // frame of the round, which the engine holds until its next round anyway, and the primal-dual family with
   // fp32 reads its own message there instead of keeping a vector of it.
-  virtual void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) = 0;
+  virtual void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) = 0;
   // Whether prepare reads every value of x as it encodes it and throws DecodeError when one is NaN or
   // infinite: Node then leaves out its own divergence check of x before prepare (a pass over the model) and
   // reports that error as a non-finite model. D-PSGD with fp32 and float32 state (fp32EncodeChecked).

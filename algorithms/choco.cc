@@ -28,7 +28,7 @@ Choco::Choco(const AlgorithmParams& p, const compress::Compressor& c, PeerId sel
   x_ = std::move(x0);
 }
 
-void Choco::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void Choco::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   if (g.size() != 0) x_ -= lr * g;  // x_half (empty g: zero)
   scratch_ = x_ - hat_;
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));

@@ -33,7 +33,7 @@ class Choco final : public Algorithm {
   std::string_view name() const override { return "choco"; }
   bool stateless() const override { return false; }
   bool acceptsZeroGradient() const override { return true; }
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::span<const Real> publicState() const override;
   void addEdge(EdgeKey j, std::span<const Real> neighbourPublic) override;

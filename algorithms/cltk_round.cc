@@ -20,7 +20,7 @@ CltkRound::CltkRound(const AlgorithmParams& p, std::unique_ptr<compress::Compres
   GOSSIP_CHECK(ctl_ != nullptr, "CltkRound needs a cltk codec");
 }
 
-void CltkRound::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void CltkRound::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   ctl_->setSupport(schedule_.takeFor(t));
   const bool leads = schedule_.choosing(t) && schedule_.leader(t) == self_;
   if (leads) ctl_->leadNextEncode(/*useNow=*/p_.cltk_delay == 0);

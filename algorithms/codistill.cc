@@ -20,7 +20,7 @@ Codistill::Codistill(const AlgorithmParams& p, const compress::Compressor& c, Pe
   x_ = std::move(x0);
 }
 
-void Codistill::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void Codistill::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   x_ -= lr * g;
   proxL1(x_, lr * p_.l1);
   out.bytes.clear();

@@ -29,7 +29,7 @@ class Codistill final : public Algorithm {
   Codistill(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "codistill"; }
   bool stateless() const override { return false; }
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::span<const Real> publicState() const override;
   void addEdge(EdgeKey j, std::span<const Real> neighbourPublic) override;

@@ -43,7 +43,7 @@ CodistillReference::CodistillReference(const AlgorithmParams& p, const compress:
   x_ = std::move(x0);
 }
 
-void CodistillReference::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void CodistillReference::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   x_ -= lr * g;
   proxL1(x_, lr * p_.l1);
   out.bytes.clear();

@@ -26,7 +26,7 @@ class CodistillReference final : public Algorithm {
   CodistillReference(const AlgorithmParams& p, const compress::Compressor& c, PeerId self, Vec x0);
   std::string_view name() const override { return "codistill"; }
   bool stateless() const override { return true; }
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;

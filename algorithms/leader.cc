@@ -48,7 +48,7 @@ void LeaderPull<Base>::noteLoss(double loss) {
 }
 
 template <class Base>
-void LeaderPull<Base>::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void LeaderPull<Base>::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   Base::prepare(t, g, lr, out);
   // The trailers follow the codec's payload (appending costs no copy of the payload); the loss comes last.
   if (global()) appendGlobal(t, out);

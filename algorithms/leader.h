@@ -40,7 +40,7 @@ class LeaderPull final : public Base {
   bool readsPayloadParts() const override { return false; }
   bool messagesAreFp32() const override { return false; }
   void noteLoss(double loss) override;
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;

@@ -26,7 +26,7 @@ void LgcRound::accumulate(PeerId from, std::span<const std::byte> payload) {
   codec_->decodeAdd(payload, std::span<double>(sum), 1.0);
 }
 
-void LgcRound::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void LgcRound::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   if (learner_ && t >= p_.lgc_warmup) {
     // The warm-up is over: the learner's basis from what it saw (empty if it saw nothing, e.g. a learner
     // restarted without checkpoint late in the warm-up; then everyone keeps top-k).

@@ -43,7 +43,7 @@ class LgcRound final : public CodecRound {
   LgcRound(const AlgorithmParams& p, std::unique_ptr<compress::Compressor> codec, PeerId self, const Vec& x0,
            const MethodMaker& make);
 
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void addEdge(EdgeKey j, std::span<const Real> pub) override;
   void save(ByteWriter& w) const override;

@@ -33,7 +33,10 @@ bool blewUp(const T* v, std::size_t n) {
     return !std::isfinite(training::squaredNorm64(Eigen::Map<const Eigen::VectorX<T>>(v, static_cast<Eigen::Index>(n))));
   }
 }
-bool blewUp(const Vec& v) { return blewUp(v.data(), static_cast<std::size_t>(v.size())); }
+template <class V>
+bool blewUp(const V& v) {
+  return blewUp(v.data(), static_cast<std::size_t>(v.size()));
+}
 }  // namespace
 
 Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<training::GradientEstimator> estimator,
@@ -48,6 +51,7 @@ Node::Node(PeerId id, std::unique_ptr<Algorithm> algorithm, std::unique_ptr<trai
 double Node::gradient() {
   ++gradCalls_;
   gZero_ = false;
+  sharedG_ = nullptr;
   const auto teachers = algo_->teachers();
   if (!teachers.empty()) return est_->estimateDistilled(algo_->x(), teachers, algo_->distillWeight(), *g_);
   const auto target = algo_->referenceTarget();
@@ -57,6 +61,10 @@ double Node::gradient() {
       gZero_ = true;
       return *loss;
     }
+  }
+  if (const auto shared = est_->takeSharedGradient()) {  // read where the trainer wrote it: g_ is not written
+    sharedG_ = shared->data;
+    return shared->loss;
   }
   return est_->estimate(algo_->x(), *g_);
 }
@@ -73,14 +81,20 @@ void Node::diverged(Round t, const char* what) const {
 // ~1e154, far beyond what any codec can carry (the wire is at most fp32, max 3.4e38), is a diverged run.
 void Node::checkFinite(Round t) const {
   if (blewUp(algo_->x())) diverged(t, "the model became non-finite");
-  if (!gZero_ && blewUp(*g_)) diverged(t, "the gradient became non-finite");
+  if (!gZero_ && blewUp(grad())) diverged(t, "the gradient became non-finite");
+}
+
+Eigen::Map<const Vec> Node::grad() const {
+  if (gZero_) return {nullptr, 0};
+  if (sharedG_) return {sharedG_, algo_->x().size()};
+  return {g_->data(), g_->size()};
 }
 
 void Node::startStep(Round t) {
   GOSSIP_CHECK(needsStartStep(t), "round ", t, " has no start step");
   startLoss_ = gradient();
   checkFinite(t);
-  algo_->startStep(*g_, sched_.lr(t));
+  algo_->startStep(grad(), sched_.lr(t));
   startDone_ = true;
 }
 
@@ -96,26 +110,25 @@ void Node::beginRound(Round t, compress::Encoded& out) {
     lossSum += gradient();
     ++calls;
     checkFinite(t);
-    algo_->startStep(*g_, lr);
+    algo_->startStep(grad(), lr);
   }
   const unsigned steps = std::max(1u, sched_.localSteps(t));
   for (unsigned s = 1; s < steps; ++s) {
     lossSum += gradient();
     ++calls;
     checkFinite(t);
-    if (!gZero_) algo_->x() -= lr * *g_;
+    if (!gZero_) algo_->x() -= lr * grad();
     proxL1(algo_->x(), lr * sched_.l1);
   }
   lossSum += gradient();
   ++calls;
   // A method whose prepare checks x as it encodes it (Algorithm::prepareChecksFinite) spares the pass over x.
   const bool prepareChecks = algo_->prepareChecksFinite();
-  if (!prepareChecks || (!gZero_ && blewUp(*g_))) checkFinite(t);  // x first: a non-finite x makes g so too
+  if (!prepareChecks || (!gZero_ && blewUp(grad()))) checkFinite(t);  // x first: a non-finite x makes g so too
   lastLoss_ = lossSum / calls;
   algo_->noteLoss(lastLoss_);
   try {
-    static const Vec kZero;  // empty: "the gradient is zero" (Algorithm::acceptsZeroGradient)
-    algo_->prepare(t, gZero_ ? kZero : *g_, lr, out);
+    algo_->prepare(t, grad(), lr, out);  // empty when exactly zero (Algorithm::acceptsZeroGradient)
   } catch (const NonFiniteModel&) {  // where prepare checks x (prepareChecks)
     diverged(t, "the model became non-finite");
   } catch (const DecodeError&) {

@@ -73,6 +73,9 @@ class Node {
   double gradient();
   // Throws DivergedError if the model or the last gradient has a non-finite entry.
   void checkFinite(Round t) const;
+  // The last gradient, wherever it lies: empty when it was exactly zero (gZero_), the estimator's shared
+  // gradient (sharedG_), or *g_.
+  Eigen::Map<const Vec> grad() const;
   [[noreturn]] void diverged(Round t, const char* what) const;
   void beginConsensusRound(compress::Encoded& out);
   void endConsensusRound(std::span<const Incoming> msgs, const topology::MixingRow& row);
@@ -86,6 +89,9 @@ class Node {
   Vec ownG_;
   Vec* g_ = &ownG_;
   bool gZero_ = false;  // the last gradient was exactly zero and g_ was left as it was (takeZeroGradient)
+  // The last gradient was read in place there (GradientEstimator::takeSharedGradient; x's size), g_ left as it
+  // was; null otherwise. The estimator keeps it valid until its next gradient, which only gradient() asks for.
+  const Real* sharedG_ = nullptr;
   // Consensus phase: the phase's codec, the node's own rounded x and the neighbour sum (allocated at its
   // first round); whether a consensus round was mixed, and that round's disagreement.
   std::unique_ptr<compress::Compressor> exact_;

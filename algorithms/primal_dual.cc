@@ -23,16 +23,16 @@ PrimalDual::PrimalDual(std::string name, const AlgorithmParams& p, const compres
   // path needs none of them.
 }
 
-void PrimalDual::startStep(const Vec& g, double lr) {
+void PrimalDual::startStep(const GradRef& g, double lr) {
   x_ -= lr * g;
   proxL1(x_, lr * p_.l1);
   started_ = true;
 }
 
-void PrimalDual::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void PrimalDual::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   GOSSIP_CHECK(started_, "startStep must run before the first round");
   eta_ = lr;
-  g_ = &g;  // Node keeps g unchanged until apply: the step lr g is taken from it there, not kept (4d bytes)
+  g_.hold(g);  // Node keeps g unchanged until apply: the step lr g is taken from it there, not kept (4d bytes)
 #if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
   if (detail::exactForState(c_)) {
     // q_i is y_i - h_i itself (fp32 of float32 values), written straight into the frame; apply reads it back
@@ -78,7 +78,7 @@ void PrimalDual::apply(Round, std::span<const Incoming> msgs, const topology::Mi
     d_ += scratch_;
   }
   disagreement_ = training::norm64(mix_);
-  x_ -= eta_ * *g_ + eta_ * d_;  // the same float operations as a stored step lr g: bit for bit
+  x_ -= eta_ * g_.view() + eta_ * d_;  // the same float operations as a stored step lr g: bit for bit
   proxL1(x_, eta_ * p_.l1);
   h_ = (1.0 - a) * h_ + a * yhat_;
 }
@@ -116,7 +116,7 @@ void PrimalDual::applyFp32(std::span<const Incoming> msgs, const topology::Mixin
   }
   detail::PrimalDualFp32 s;
   GOSSIP_CHECK(ownBody_, "apply without this round's prepare");
-  s.x = x_.data(), s.d = d_.data(), s.h = h_.data(), s.own = ownBody_, s.g = g_->data(), s.dim = dim;
+  s.x = x_.data(), s.d = d_.data(), s.h = h_.data(), s.own = ownBody_, s.g = g_.data, s.dim = dim;
   s.keep = static_cast<float>(1.0 - a), s.take = static_cast<float>(a), s.eta = static_cast<float>(eta_);
   s.prox = eta_ * p_.l1 > 0.0;
   s.threshold = static_cast<float>(eta_ * p_.l1);

@@ -36,8 +36,8 @@ class PrimalDual final : public Algorithm {
   bool readsPayloadParts() const override;
   bool messagesAreFp32() const override { return readsPayloadParts(); }
   bool needsStartStep() const override { return !started_; }
-  void startStep(const Vec& g, double lr) override;
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void startStep(const GradRef& g, double lr) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::span<const Real> publicState() const override;
   void addEdge(EdgeKey j, std::span<const Real> neighbourPublic) override;
@@ -72,7 +72,7 @@ class PrimalDual final : public Algorithm {
   Vec yhat_;  // general path: y_i - h_i until encoded, then yhat_i = h_i + q_i for apply
   // fp32 path: this round's q_i = y_i - h_i in the frame prepare wrote (the caller keeps it until apply)
   const std::byte* ownBody_ = nullptr;
-  const Vec* g_ = nullptr;  // this round's gradient, owned by Node and unchanged until apply (not copied)
+  HeldGradient g_;  // this round's gradient, owned by Node (or the trainer's shared memory) and unchanged until apply
   // The general path's (any codec but fp32 with float32 state), made at its first apply: yhat_j per edge, and
   // sum_j w_ij (yhat_i - yhat_j) for the disagreement. 8 bytes per parameter the fp32 path does without.
   Vec scratch_, mix_;

@@ -19,8 +19,8 @@ Dpsgd::Dpsgd(const AlgorithmParams& p, const compress::Compressor& c, PeerId sel
   if (!ownIsX_) own_ = Vec::Zero(x_.size());
 }
 
-void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
-  g_ = &g;
+void Dpsgd::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
+  g_.hold(g);
   lr_ = lr;
 #if !(defined(GOSSIP_STATE_FLOAT64) && GOSSIP_STATE_FLOAT64)
   if (ownIsX_) {
@@ -40,7 +40,7 @@ void Dpsgd::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
 void Dpsgd::apply(Round, std::span<const Incoming> msgs, const topology::MixingRow& row) { mix(msgs, row, nullptr, 0.0); }
 
 void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, const Vec* pullTo, double pull) {
-  GOSSIP_CHECK(g_ != nullptr, "dpsgd: apply without prepare");
+  GOSSIP_CHECK(g_.held(), "dpsgd: apply without prepare");
   // Missing neighbours fold their weight into the self weight (replace-with-own). The mixed model is built
   // in acc_ and only swapped in once every message decoded.
   const Vec& own = ownIsX_ ? x_ : own_;  // C(x_i) as the neighbours decode it
@@ -48,7 +48,7 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
   // fp32 and float32 state, no pull: x = sum_j w_ij x_j - lr g in place, in one pass after a check of the
   // messages (no next model aside: acc_ stays empty).
   if (ownIsX_ && !pullTo) {
-    disagreement_ = detail::mixArrivedFp32InPlace(msgs, row, x_, *g_, lr_);
+    disagreement_ = detail::mixArrivedFp32InPlace(msgs, row, x_, g_.view(), lr_);
     proxL1(x_, lr_ * p_.l1);
     return;
   }
@@ -65,7 +65,7 @@ void Dpsgd::mix(std::span<const Incoming> msgs, const topology::MixingRow& row, 
     disagreement_ = training::norm64(acc_ - own);
   }
   // x = acc - lr g (Node keeps g unchanged between prepare and apply; empty: a zero gradient, no pass).
-  if (g_->size() != 0) acc_ -= lr_ * *g_;
+  if (g_.size != 0) acc_ -= lr_ * g_.view();
   if (pullTo) acc_ -= pull * (own - *pullTo);
   x_.swap(acc_);
   proxL1(x_, lr_ * p_.l1);
@@ -99,7 +99,7 @@ DeepSqueeze::DeepSqueeze(const AlgorithmParams& p, const compress::Compressor& c
   x_ = std::move(x0);
 }
 
-void DeepSqueeze::prepare(Round t, const Vec& g, double lr, compress::Encoded& out) {
+void DeepSqueeze::prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) {
   if (g.size() != 0) x_ -= lr * g;  // x_half (empty g: zero)
   Rng rng(roundSeed(p_.seed, self_, p_.incarnation, t));
   // v = x_half + delta; c = C(v) into out; delta updated in place (no dense c_i is kept: the mix adds the

@@ -23,7 +23,7 @@ class Dpsgd : public Algorithm {
   bool readsPayloadParts() const override { return ownIsX_; }
   bool prepareChecksFinite() const override { return ownIsX_; }
   bool messagesAreFp32() const override { return ownIsX_; }
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
@@ -45,7 +45,7 @@ class Dpsgd : public Algorithm {
   PeerId self_;
   bool ownIsX_;             // the codec carries the state exactly: C(x_i) is x_i, own_ stays empty
   Vec own_;                 // decode of this node's own message (lossy codecs only)
-  const Vec* g_ = nullptr;  // this round's gradient, owned by Node and unchanged until apply (not copied)
+  HeldGradient g_;  // this round's gradient, owned by Node (or the trainer's shared memory) and unchanged until apply
   double lr_ = 0;
 
  private:
@@ -66,7 +66,7 @@ class DeepSqueeze : public Algorithm {
   // The error feedback's add reads x once and checks it on the way (compress::ErrorFeedback::compress). With
   // double state Node keeps its own check, which also refuses a norm above ~1e154 (node.cc).
   bool prepareChecksFinite() const override { return !kRealIsDouble; }
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override;
+  void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;

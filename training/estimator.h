@@ -43,6 +43,16 @@ class GradientEstimator {
   // a node keeps one gradient vector instead of the estimator's and its own (4 bytes per parameter). Valid for
   // the estimator's life; nullptr: Node keeps its own.
   virtual Vec* gradientStorage() { return nullptr; }
+  // A gradient read where it lies instead of copied into a vector: the trainer bridge's, in the trainer's
+  // shared memory when the trainer's dtype is the state's (gradient mode). If the next gradient is one, takes
+  // it: returns where its d values are, valid and unchanged until this estimator is given its next gradient,
+  // and its loss. nullopt otherwise (then call estimate). Node reads it in place; every method takes its
+  // gradient as a read-only view (algo::GradRef, algorithms/algorithm.h): no copy of d values per round.
+  struct SharedGradient {
+    const Real* data;
+    double loss;
+  };
+  virtual std::optional<SharedGradient> takeSharedGradient() { return std::nullopt; }
   // Drops variance-reduction memory (after a warm restart or a model transfer).
   virtual void reset() {}
   // Per-sample gradients evaluated so far (full passes included): the work measure for "epochs".

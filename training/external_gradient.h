@@ -1,7 +1,9 @@
 #pragma once
 // ExternalGradient: a gradient estimator whose gradients come from outside the process: the daemon's
 // trainer bridge (docs/trainer.md) writes the trainer's gradient into buffer() and calls supply() before
-// each gradient the Node asks for; model mode and a detached trainer supply a zero gradient.
+// each gradient the Node asks for, or, when the trainer's dtype is the state's, hands over where the trainer
+// wrote it with supplyShared() (read in place: no copy, no buffer); model mode and a detached trainer supply
+// a zero gradient.
 //
 // Why an estimator and not a new Node entry point: Node::beginRound already decides when a gradient is
 // needed (start step, local steps, the round's gradient), and every method consumes it the same way; the
@@ -9,6 +11,7 @@
 // not supplied is a logic error of the runtime (the trainer would have computed it at another point).
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "core/error.h"
@@ -34,12 +37,27 @@ class ExternalGradient final : public GradientEstimator {
   void supply(double loss) {
     fresh_ = true;
     zero_ = false;
+    shared_ = nullptr;
+    keep_.reset();
+    loss_ = loss;
+  }
+  // The next gradient is the dim values at `data`, read there (takeSharedGradient) until the next supply of
+  // any kind: `keep` holds that memory (the trainer's shared-memory mapping) alive until then, so a trainer
+  // that detaches or is replaced in the middle of a round unmaps nothing under the reader.
+  void supplyShared(const Real* data, std::shared_ptr<const void> keep, double loss) {
+    GOSSIP_CHECK(data != nullptr);
+    fresh_ = true;
+    zero_ = false;
+    shared_ = data;
+    keep_ = std::move(keep);
     loss_ = loss;
   }
   // The next gradient is zero (model mode, or no trainer attached); `loss` as for supply.
   void supplyZero(double loss) {
     fresh_ = true;
     zero_ = true;
+    shared_ = nullptr;
+    keep_.reset();
     loss_ = loss;
   }
   bool fresh() const { return fresh_; }
@@ -57,6 +75,9 @@ class ExternalGradient final : public GradientEstimator {
     if (zero_) {
       if (g.size() != dim_ || !callerZero_) g = Vec::Zero(dim_);
       callerZero_ = true;
+    } else if (shared_) {  // a caller that cannot read it in place (not Node): a copy
+      g = Eigen::Map<const Vec>(shared_, dim_);
+      callerZero_ = false;
     } else {
       if (&g != &g_) std::swap(g, g_);
       callerZero_ = false;
@@ -70,6 +91,12 @@ class ExternalGradient final : public GradientEstimator {
     ++calls_;
     return loss_;
   }
+  std::optional<SharedGradient> takeSharedGradient() override {
+    if (!fresh_ || !shared_) return std::nullopt;
+    fresh_ = false;
+    ++calls_;
+    return SharedGradient{shared_, loss_};
+  }
   std::uint64_t sampleGradients() const override { return calls_; }
 
   // Nothing decides future gradients here (they come from the trainer): only a tag, so that a checkpoint
@@ -82,6 +109,8 @@ class ExternalGradient final : public GradientEstimator {
   Eigen::Index dim_;
   Vec g_;
   bool fresh_ = false, zero_ = false;
+  const Real* shared_ = nullptr;    // the next (or last) gradient lies there (supplyShared)
+  std::shared_ptr<const void> keep_;  // keeps shared_'s memory mapped
   bool callerZero_ = false;  // the buffer last handed to estimate's caller holds zeros
   double loss_ = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t calls_ = 0;

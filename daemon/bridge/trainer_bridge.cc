@@ -55,7 +55,9 @@ struct TrainerBridge::Impl {
     enum class Elem { F32, F64, BF16 } elem = Elem::F32;
     std::size_t itemSize() const { return elem == Elem::F64 ? 8 : elem == Elem::BF16 ? 2 : 4; }
     long long pid = 0;
-    std::unique_ptr<SharedMemory> shm;
+    // Shared: a gradient read in place (sharedGradient) holds the mapping until the node has used it, past a
+    // detach or a new attach in the middle of the round.
+    std::shared_ptr<SharedMemory> shm;
     bool awaitingInit = false;  // attached with init:true, init not received yet
   };
   std::optional<Trainer> trainer;
@@ -196,7 +198,7 @@ struct TrainerBridge::Impl {
     const std::size_t item = t.itemSize();
     t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
     trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
-    t.shm = std::make_unique<SharedMemory>(
+    t.shm = std::make_shared<SharedMemory>(
         "/gossipd-" + std::to_string(getuid()) + "-" + std::to_string(o.node) + "-" + std::to_string(getpid()) + "-" +
             std::to_string(++shmSerial),
         2 * dim * item);
@@ -339,12 +341,22 @@ bool TrainerBridge::attached(std::uint64_t nowMs) const {
 
 bool TrainerBridge::hasRequest() const { return impl_->pending != Impl::Op::None; }
 
+std::optional<TrainerBridge::SharedGradient> TrainerBridge::sharedGradient() const {
+  const Impl& i = *impl_;
+  if (!i.trainer || i.pending != Impl::Op::Grad) return std::nullopt;
+  // The region holds the state's own type only for a float32 trainer with float32 state; any other pair
+  // is converted (readRegion).
+  if (kRealIsDouble || i.trainer->elem != Impl::Trainer::Elem::F32) return std::nullopt;
+  const std::byte* region = i.trainer->shm->data() + i.trainer->dim * i.trainer->itemSize();
+  return SharedGradient{reinterpret_cast<const Real*>(region), i.trainer->shm};
+}
+
 double TrainerBridge::readRequest(Vec& x, Vec& g) {
   Impl& i = *impl_;
   GOSSIP_CHECK(i.trainer && i.pending != Impl::Op::None, "no trainer request is waiting");
   if (i.pending == Impl::Op::Mix)
     i.readRegion(0, x);
-  else
+  else if (!sharedGradient())
     i.readRegion(1, g);
   i.pending = Impl::Op::None;
   i.serving = i.trainer->identity;

@@ -9,7 +9,8 @@
 //   poll()          answers attach / init / report / detach at once, keeps a mix or grad request pending
 //   hasRequest()    a trainer waits for a round: readRequest() moves its parameters (model mode) or its
 //                   gradient (gradient mode) into the algorithm's state (core/real.h), one copy or
-//                   conversion pass
+//                   conversion pass; a float32 trainer's gradient is read in place instead
+//                   (sharedGradient(): no pass, no vector)
 //   finishRound()   writes the mixed model back into the shared memory (one pass) and replies
 // The passes are streaming and split over threads (daemon/bridge/param_copy.h), which is what brings a
 // round of the bridge under two memcpys of the parameters (docs/results.md §10).
@@ -85,8 +86,20 @@ class TrainerBridge {
   // A trainer is attached and has spoken within idle_timeout_ms.
   bool attached(std::uint64_t nowMs) const;
   bool hasRequest() const;
+  // Gradient mode with a float32 trainer and float32 state: where the pending request's gradient lies in the
+  // shared memory, for the node to read it there instead of a copy (one pass and 4 bytes per parameter fewer;
+  // training::ExternalGradient::supplyShared). `keep` holds the mapping until dropped, so a trainer that
+  // detaches or is replaced during the round unmaps nothing under the reader. The trainer waits for the
+  // reply (finishRound, askGradientAt) before it writes the region again. nullopt: no such request, or the
+  // types differ and readRequest converts the gradient into g.
+  struct SharedGradient {
+    const Real* data;
+    std::shared_ptr<const void> keep;
+  };
+  std::optional<SharedGradient> sharedGradient() const;
   // Moves the pending request's input into the node: model mode x <- parameters, gradient mode
-  // g <- gradient. Returns the loss the trainer reported (NaN when it sent none).
+  // g <- gradient (left alone when sharedGradient() has it). Returns the loss the trainer reported (NaN
+  // when it sent none).
   double readRequest(training::Vec& x, training::Vec& g);
   // The round the request began is over: parameters <- x, reply {"op":"mixed","round":next,"done":done}.
   // False when the round served no request (the trainer was away, or left during the round).

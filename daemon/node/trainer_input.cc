@@ -115,15 +115,21 @@ bool TrainerInput::input(engine::LinkedEngine& engine, Round t, std::uint64_t no
     return false;
   }
   if (bridge_->hasRequest()) {
-    // Model mode reads only the parameters: the gradient buffer (d values) is never made there.
+    // Model mode reads only the parameters: the gradient buffer (d values) is never made there. Gradient mode
+    // reads a float32 trainer's gradient where it lies (sharedGradient): no buffer and no copy either.
+    const bool gradientMode = c_.trainer.mode == "gradient";
+    auto shared = gradientMode ? bridge_->sharedGradient() : std::nullopt;
     training::Vec unused;
-    const double loss = bridge_->readRequest(node.algorithm().x(), c_.trainer.mode == "gradient" ? grad_->buffer() : unused);
+    const double loss = bridge_->readRequest(node.algorithm().x(), gradientMode && !shared ? grad_->buffer() : unused);
     if (!std::isnan(loss)) loss_ = loss;
-    if (c_.trainer.mode != "gradient") {
+    if (!gradientMode) {
       grad_->supplyZero(loss_);
       return true;
     }
-    grad_->supply(loss_);
+    if (shared)
+      grad_->supplyShared(shared->data, std::move(shared->keep), loss_);
+    else
+      grad_->supply(loss_);
     if (!node.needsStartStep(t)) return true;
     node.startStep(t);
     bridge_->askGradientAt(node.algorithm().x(), t);

@@ -338,6 +338,7 @@ TEST_CASE("gradient mode: the gradient region is read - and a start step asks fo
         "wrong_mode: this daemon runs trainer.mode = 'gradient': send grad (client: step), not mix");
   c.send({{"op", "grad"}, {"loss", 2.0}});
   waitForRequest(b, model, 0, 0);
+  CHECK(!b.sharedGradient());  // float64 into the state's float32: converted, not read in place
   Vec g;
   b.readRequest(model, g);
   CHECK(g == Vec{{0.125, -4.0}});
@@ -575,4 +576,49 @@ TEST_CASE("the shared memory is removed with the bridge - and a too long socket 
   fs::remove(live);
   const fs::path deep = d.path / std::string(120, 'x');
   CHECK_THROWS_AS(TrainerBridge(options(deep)), ConfigError);
+}
+
+TEST_CASE("gradient mode with a float32 trainer: the gradient is read where the trainer wrote it - and stays mapped past a detach") {
+  if (kRealIsDouble) return;  // float64 state: a float32 trainer's gradient is converted (the test above)
+  TempDir d;
+  TrainerBridge b(options(d.path, /*gradient=*/true));
+  Vec model{{1.0, 1.0, 1.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(3));
+  auto r = c.reply(b, &model, 0);
+  REQUIRE(r["op"] == "attached");
+  c.mapShm(r);
+  CHECK(!b.sharedGradient());  // no request yet
+  c.grad(3)[0] = 0.5f;
+  c.grad(3)[1] = -2.0f;
+  c.grad(3)[2] = 8.0f;
+  c.send({{"op", "grad"}, {"loss", 1.5}});
+  waitForRequest(b, model, 0, 0);
+  auto shared = b.sharedGradient();
+  REQUIRE(shared.has_value());
+  Vec g;
+  CHECK(b.readRequest(model, g) == doctest::Approx(1.5));
+  CHECK(g.size() == 0);  // nothing copied
+  CHECK(shared->data[0] == 0.5f);
+  CHECK(shared->data[2] == 8.0f);
+  c.grad(3)[1] = 3.0f;  // the very memory the trainer writes
+  CHECK(shared->data[1] == 3.0f);
+  // The trainer leaves in the middle of the round: the bridge drops its mapping, the node's hold keeps it.
+  c.send({{"op", "detach"}});
+  CHECK(c.reply(b, &model, 0)["op"] == "ok");
+  CHECK(b.stateName(0) == "detached");
+  CHECK(shared->data[2] == 8.0f);  // still mapped (ASan or a fault would say otherwise)
+  CHECK(!b.finishRound(model, 1, false));
+}
+
+TEST_CASE("model mode never reads a gradient in place") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(2));
+  REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
+  c.send({{"op", "mix"}});
+  waitForRequest(b, model, 0, 0);
+  CHECK(!b.sharedGradient());
 }

@@ -75,9 +75,9 @@ class Observed final : public algo::Algorithm {
   Vec& x() override { return in_->x(); }
   const Vec& x() const override { return in_->x(); }
   bool needsStartStep() const override { return in_->needsStartStep(); }
-  void startStep(const Vec& g, double lr) override { in_->startStep(g, lr); }
+  void startStep(const algo::GradRef& g, double lr) override { in_->startStep(g, lr); }
   void noteLoss(double loss) override { in_->noteLoss(loss); }
-  void prepare(Round t, const Vec& g, double lr, compress::Encoded& out) override { in_->prepare(t, g, lr, out); }
+  void prepare(Round t, const algo::GradRef& g, double lr, compress::Encoded& out) override { in_->prepare(t, g, lr, out); }
   void apply(Round t, std::span<const algo::Incoming> msgs, const topology::MixingRow& row) override;
   std::span<const Real> publicState() const override { return in_->publicState(); }
   void addEdge(algo::EdgeKey j, std::span<const Real> pub) override { in_->addEdge(j, pub); }
