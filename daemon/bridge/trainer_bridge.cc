@@ -56,7 +56,7 @@ struct TrainerBridge::Impl {
     std::size_t itemSize() const { return elem == Elem::F64 ? 8 : elem == Elem::BF16 ? 2 : 4; }
     long long pid = 0;
     // Shared: a gradient read in place (sharedGradient) holds the mapping until the node has used it, past a
-    // detach or a new attach in the middle of the round.
+    // detach or a new attach in the middle of the round. Null once the last round was answered (finishRound).
     std::shared_ptr<SharedMemory> shm;
     bool awaitingInit = false;  // attached with init:true, init not received yet
   };
@@ -125,6 +125,7 @@ struct TrainerBridge::Impl {
 
   // The node's model into the parameters region: the trainer then holds the model as it is now.
   void writeModel(const Vec& x) {
+    GOSSIP_CHECK(trainer->shm, "the trainer's shared memory was released after the last round");
     const auto t0 = nowNs();
     const std::span<const Real> src(x.data(), static_cast<std::size_t>(x.size()));
     std::byte* dst = trainer->shm->data();
@@ -140,6 +141,7 @@ struct TrainerBridge::Impl {
   }
   // The parameters (region 0) or the gradient (region 1) into dst, as Real.
   void readRegion(int region, Vec& dst) {
+    GOSSIP_CHECK(trainer->shm, "the trainer's shared memory was released after the last round");
     const auto t0 = nowNs();
     const std::byte* src = trainer->shm->data() + region * trainer->dim * trainer->itemSize();
     dst.resize(static_cast<Eigen::Index>(trainer->dim));
@@ -343,7 +345,7 @@ bool TrainerBridge::hasRequest() const { return impl_->pending != Impl::Op::None
 
 std::optional<TrainerBridge::SharedGradient> TrainerBridge::sharedGradient() const {
   const Impl& i = *impl_;
-  if (!i.trainer || i.pending != Impl::Op::Grad) return std::nullopt;
+  if (!i.trainer || i.pending != Impl::Op::Grad || !i.trainer->shm) return std::nullopt;
   // The region holds the state's own type only for a float32 trainer with float32 state; any other pair
   // is converted (readRegion).
   if (kRealIsDouble || i.trainer->elem != Impl::Trainer::Elem::F32) return std::nullopt;
@@ -371,6 +373,12 @@ bool TrainerBridge::finishRound(const Vec& x, Round next, bool done) {
   ++i.stats.rounds_served;
   i.lastHeard = i.lastPoll;  // the trainer's idle clock starts at our reply
   i.send(who, {{"op", "mixed"}, {"round", next}, {"done", done}});
+  // The last round: the trainer holds the final model in its own mapping and the daemon writes the region no
+  // more (later requests are answered with done at once), so it lets go of its mapping now instead of when
+  // the trainer detaches. A trainer that exits first would otherwise leave the whole region charged to the
+  // daemon until it noticed (PSS: 2 bytes per parameter more at the end of a run, docs/results.md §25).
+  // The file is unlinked too; the trainer's mapping keeps its pages until it unmaps.
+  if (done) i.trainer->shm.reset();
   return true;
 }
 

@@ -622,3 +622,35 @@ TEST_CASE("model mode never reads a gradient in place") {
   waitForRequest(b, model, 0, 0);
   CHECK(!b.sharedGradient());
 }
+
+TEST_CASE("after the last round the daemon lets go of the shared memory - the trainer's mapping keeps the final model") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(2));
+  auto r = c.reply(b, &model, 99);
+  REQUIRE(r["op"] == "attached");
+  c.mapShm(r);
+  const std::string shm = r["shm"];
+  c.send({{"op", "mix"}});
+  waitForRequest(b, model, 99, 0);
+  Vec g;
+  b.readRequest(model, g);
+  model = Vec{{5.0, -5.0}};  // the final mixed model
+  REQUIRE(b.finishRound(model, 100, /*done=*/true));
+  CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+  CHECK(!fs::exists(shm));  // unlinked: nothing of the daemon's holds it
+  CHECK(c.params()[0] == 5.0f);  // the trainer still reads the final model
+  CHECK(c.params()[1] == -5.0f);
+  b.setDone(100);
+  c.send({{"op", "mix"}});  // a request after the end is answered at once, without the memory
+  CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+  // A trainer that attaches afterwards (to read the final model) gets a mapping of its own.
+  Client late(b.endpoint());
+  late.send(attachMsg(2));
+  r = late.reply(b, &model, 100);
+  REQUIRE(r["op"] == "attached");
+  late.mapShm(r);
+  CHECK(late.params()[1] == -5.0f);
+}
