@@ -6,6 +6,8 @@
 #                               averaged over the nodes. PSS, not RSS: the model's shared memory is split
 #                               between the daemon and its trainer instead of being counted twice.
 #   pss_bytes_per_param_peak    the largest PSS sample (every 0.2 s) of any node / DIM
+#   peak_at                     when that sample was taken: node 0's round then and the phase ("start" until
+#                               its round 1, "rounds", "end" from its last round on)
 #   hwm_rss_bytes_per_param     the kernel's peak RSS (VmHWM) of the largest node / DIM: an upper bound of the
 #                               peak that sampling may miss; it counts the whole shared memory the daemon touched
 #   work_ms_per_round           node 0's algorithm compute plus its trainer copies per round (status.json's
@@ -64,6 +66,12 @@ def cpu(pid):  # user + system seconds of all the process's threads
         return float("nan")
     return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
 steady, peak, hwm, marks = [[] for _ in pids], [0] * len(pids), [0] * len(pids), {}
+peak_at = [None] * len(pids)
+rounds_total = int(os.environ.get("ROUNDS", "24"))
+def phase(r, state):
+    if r <= 0 or state in ("joining", "syncing"):
+        return "start"
+    return "end" if r >= rounds_total - 1 or state in ("done", "stopped") else "rounds"
 gone = set()  # daemons that exited before the figures were taken (the kernel's OOM killer, a crash)
 deadline = time.time() + 3600
 while True:
@@ -86,7 +94,8 @@ while True:
                 gone.add(n)
             continue
         alive = True
-        peak[n] = max(peak[n], p)
+        if p > peak[n]:
+            peak[n], peak_at[n] = p, {"round": r, "phase": phase(r, st.get("state"))}
         if r >= frm and st.get("state") != "done":
             steady[n].append(p)
     if not alive or to in marks and st.get("state") == "done":
@@ -105,6 +114,7 @@ res = {"dim": dim, "nodes": len(pids), "algorithm": os.environ.get("ALGO", "dpsg
        "compressor": os.environ.get("COMP", "fp32"), "mode": os.environ.get("MODE", "model"),
        "pss_bytes_per_param_steady": round(statistics.mean(statistics.median(s) for s in steady if s) / dim, 2),
        "pss_bytes_per_param_peak": round(max(peak) / dim, 2),
+       "peak_at": peak_at[peak.index(max(peak))],
        "hwm_rss_bytes_per_param": round(max(hwm) / dim, 2),
        "work_ms_per_round": round(work, 2), "compute_ms_per_round": round(1000 * (c2 - c1) / n, 2),
        "copy_ms_per_round": round(1000 * (k2 - k1) / n, 2), "memcpy_ms": memcpy,
