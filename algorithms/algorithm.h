@@ -126,7 +126,8 @@ inline std::uint64_t roundSeed(std::uint64_t seed, PeerId self, Incarnation inc,
 
 // A gradient as the methods read it: a Node's own vector, or the trainer's gradient read where the trainer
 // wrote it (its shared memory, GradientEstimator::takeSharedGradient): either binds without a copy. Empty
-// means "exactly zero" (acceptsZeroGradient).
+// means "exactly zero" (acceptsZeroGradient). Pass a vector or a map, never an expression: Eigen would
+// evaluate it into a temporary that dies with the call, and a method keeps its view until apply.
 using GradRef = Eigen::Ref<const Vec>;
 
 // This round's gradient as prepare saw it, kept by a method that applies the step in its mix instead of
