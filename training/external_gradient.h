@@ -61,6 +61,13 @@ class ExternalGradient final : public GradientEstimator {
     loss_ = loss;
   }
   bool fresh() const { return fresh_; }
+  // The round that read a shared gradient is over (its apply ran): lets go of the memory. A gradient supplied
+  // and not yet taken is kept.
+  void releaseShared() {
+    if (fresh_) return;
+    shared_ = nullptr;
+    keep_.reset();
+  }
 
   // buffer() itself: Node writes no gradient of its own (GradientEstimator::gradientStorage).
   Vec* gradientStorage() override { return &g_; }

@@ -265,7 +265,7 @@ bool Lifecycle::stepTraining(std::uint64_t now) {
       break;
   }
   const Round t = s.round;
-  if (p_.trainer && !p_.trainer->bridge().finishRound(e.node().algorithm().x(), t + 1, t + 1 >= c_.algorithm.rounds))
+  if (p_.trainer && !p_.trainer->roundEnded(e.node().algorithm().x(), t + 1, t + 1 >= c_.algorithm.rounds))
     p_.trainer->bridge().modelChanged();  // a round the trainer did not see
   auto& r = record_;
   r.durations.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - roundBeganAt_).count());

@@ -50,6 +50,10 @@ class TrainerInput {
 
   // Whether round t may begin as far as the trainer goes; if so its input is in the node.
   bool input(engine::LinkedEngine& engine, Round t, std::uint64_t now);
+  // Round t ended with x: the trainer gets x (TrainerBridge::finishRound, whose result this returns), and the
+  // node lets go of a gradient it read in the trainer's shared memory, so that nothing of the daemon's maps
+  // the region after the last round (the trainer exiting then would charge it all to the daemon).
+  bool roundEnded(const training::Vec& x, Round next, bool done);
   // The last call to input() found a trainer attached but not yet asking (the loop then waits on it).
   bool waiting() const { return waiting_; }
 
