@@ -141,6 +141,7 @@ void Node::beginRound(Round t, compress::Encoded& out) {
 void Node::endRound(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   if (consensusRound(t)) return endConsensusRound(msgs, row);
   algo_->apply(t, msgs, row);
+  sharedG_ = nullptr;  // the estimator may let go of that memory now (ExternalGradient::releaseShared)
 }
 
 void Node::beginConsensusRound(compress::Encoded& out) {

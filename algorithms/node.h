@@ -89,8 +89,9 @@ class Node {
   Vec ownG_;
   Vec* g_ = &ownG_;
   bool gZero_ = false;  // the last gradient was exactly zero and g_ was left as it was (takeZeroGradient)
-  // The last gradient was read in place there (GradientEstimator::takeSharedGradient; x's size), g_ left as it
-  // was; null otherwise. The estimator keeps it valid until its next gradient, which only gradient() asks for.
+  // The round's gradient is read in place there (GradientEstimator::takeSharedGradient; x's size), g_ left as
+  // it was; null otherwise, and from the end of the round's apply on: the estimator keeps that memory valid
+  // only until the round is over.
   const Real* sharedG_ = nullptr;
   // Consensus phase: the phase's codec, the node's own rounded x and the neighbour sum (allocated at its
   // first round); whether a consensus round was mixed, and that round's disagreement.

@@ -45,8 +45,8 @@ class GradientEstimator {
   virtual Vec* gradientStorage() { return nullptr; }
   // A gradient read where it lies instead of copied into a vector: the trainer bridge's, in the trainer's
   // shared memory when the trainer's dtype is the state's (gradient mode). If the next gradient is one, takes
-  // it: returns where its d values are, valid and unchanged until this estimator is given its next gradient,
-  // and its loss. nullopt otherwise (then call estimate). Node reads it in place; every method takes its
+  // it: returns where its d values are, valid and unchanged until the round's apply is over (the caller must
+  // not read them later), and its loss. nullopt otherwise (then call estimate). Node reads it in place; every method takes its
   // gradient as a read-only view (algo::GradRef, algorithms/algorithm.h): no copy of d values per round.
   struct SharedGradient {
     const Real* data;

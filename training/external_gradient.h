@@ -42,8 +42,9 @@ class ExternalGradient final : public GradientEstimator {
     loss_ = loss;
   }
   // The next gradient is the dim values at `data`, read there (takeSharedGradient) until the next supply of
-  // any kind: `keep` holds that memory (the trainer's shared-memory mapping) alive until then, so a trainer
-  // that detaches or is replaced in the middle of a round unmaps nothing under the reader.
+  // any kind or releaseShared() at the end of the round: `keep` holds that memory (the trainer's shared-memory
+  // mapping) alive until then, so a trainer that detaches or is replaced in the middle of a round unmaps
+  // nothing under the reader.
   void supplyShared(const Real* data, std::shared_ptr<const void> keep, double loss) {
     GOSSIP_CHECK(data != nullptr);
     fresh_ = true;
@@ -61,10 +62,12 @@ class ExternalGradient final : public GradientEstimator {
     loss_ = loss;
   }
   bool fresh() const { return fresh_; }
-  // The round that read a shared gradient is over (its apply ran): lets go of the memory. A gradient supplied
-  // and not yet taken is kept.
+  // The round a shared gradient was supplied for is over: lets go of the memory, whether the node took the
+  // gradient (its apply ran) or not (a final consensus round takes none). Only the runtime's end of a round
+  // calls this; the next round is supplied afresh.
   void releaseShared() {
-    if (fresh_) return;
+    if (!shared_) return;
+    fresh_ = false;
     shared_ = nullptr;
     keep_.reset();
   }

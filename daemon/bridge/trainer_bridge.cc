@@ -125,7 +125,8 @@ struct TrainerBridge::Impl {
 
   // The node's model into the parameters region: the trainer then holds the model as it is now.
   void writeModel(const Vec& x) {
-    GOSSIP_CHECK(trainer->shm, "the trainer's shared memory was released after the last round");
+    // Released after the last round: the trainer has been told done and holds the final model already.
+    if (!trainer->shm) return;
     const auto t0 = nowNs();
     const std::span<const Real> src(x.data(), static_cast<std::size_t>(x.size()));
     std::byte* dst = trainer->shm->data();
@@ -199,7 +200,9 @@ struct TrainerBridge::Impl {
     t.elem = dtype == "float64" ? Trainer::Elem::F64 : dtype == "bfloat16" ? Trainer::Elem::BF16 : Trainer::Elem::F32;
     const std::size_t item = t.itemSize();
     t.pid = m.contains("pid") && m["pid"].is_number_integer() ? m["pid"].get<long long>() : 0;
-    trainer.reset();  // the old mapping goes first: one model's worth of /dev/shm, not two
+    // The old mapping goes first: one model's worth of /dev/shm, not two (unless the node still reads a
+    // gradient in it, until the end of its round: TrainerBridge::sharedGradient).
+    trainer.reset();
     t.shm = std::make_shared<SharedMemory>(
         "/gossipd-" + std::to_string(getuid()) + "-" + std::to_string(o.node) + "-" + std::to_string(getpid()) + "-" +
             std::to_string(++shmSerial),
@@ -378,7 +381,13 @@ bool TrainerBridge::finishRound(const Vec& x, Round next, bool done) {
   // the trainer detaches. A trainer that exits first would otherwise leave the whole region charged to the
   // daemon until it noticed (PSS: 2 bytes per parameter more at the end of a run, docs/results.md §25).
   // The file is unlinked too; the trainer's mapping keeps its pages until it unmaps.
-  if (done) i.trainer->shm.reset();
+  if (done) {
+    i.trainer->shm.reset();
+    // From now on requests are answered with done at once (setDone does so again when the node finishes),
+    // also if the node re-runs a round after a rejoin: nothing would find the region to write.
+    i.done = true;
+    i.doneRound = next;
+  }
   return true;
 }
 
@@ -412,6 +421,9 @@ void TrainerBridge::setDone(Round next) {
     i.pending = Impl::Op::None;
     i.send(i.trainer->identity, {{"op", "mixed"}, {"round", next}, {"done", true}});
   }
+  // As in finishRound(done), also when the last round served no request (the trainer was away): the region
+  // is the trainer's alone from now on.
+  if (i.trainer) i.trainer->shm.reset();
 }
 
 std::string TrainerBridge::stateName(std::uint64_t nowMs) const {

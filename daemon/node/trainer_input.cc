@@ -101,17 +101,18 @@ void TrainerInput::ready(const training::Vec& x, Round round) {
   x0_ = training::Vec();  // normally moved into the node already (makeNode)
 }
 
+bool TrainerInput::roundEnded(const training::Vec& x, Round next, bool done) {
+  const bool served = bridge_->finishRound(x, next, done);
+  // The round's apply ran: its gradient is not read again. A consensus round supplied one it never took.
+  if (grad_) grad_->releaseShared();
+  return served;
+}
+
 // Model mode: the trainer's parameters become x and the gradient is zero. Gradient mode: its gradient (at
 // the x the bridge last gave it) is the round's gradient; a method with a start step first moves x and
 // asks again. No trainer attached: the node follows, never leads (docs/trainer.md): it begins t with a
 // zero gradient only once a neighbour has, so a cluster whose trainers are all gone pauses instead of
 // running its rounds out.
-bool TrainerInput::roundEnded(const training::Vec& x, Round next, bool done) {
-  const bool served = bridge_->finishRound(x, next, done);
-  if (grad_) grad_->releaseShared();  // the round's apply ran: its gradient is not read again
-  return served;
-}
-
 bool TrainerInput::input(engine::LinkedEngine& engine, Round t, std::uint64_t now) {
   auto& node = engine.node();
   waiting_ = false;

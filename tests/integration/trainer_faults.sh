@@ -65,7 +65,18 @@ r1=$(round_of 1)
 wait_for 30 "node 1 to train after its restart" at_least 1 $((r1 + 100))
 echo "ok: daemon 1 killed at round $r0, restarted, trainer reconnected; node 1 at round $(round_of 1)"
 
-# Everyone finishes: daemons exit 0, trainers exit 0 with their final model.
+# Everyone finishes: daemons exit 0, trainers exit 0 with their final model. A daemon that is done maps
+# nothing of its trainer's shared memory any more (its trainer may still run and read the final model):
+# checked while it lingers for its neighbours' acknowledgements, for each daemon that is still there.
+done_state() { [ "$(status_field "$1" state)" = done ]; }
+checked=0
+for ((i = 0; i < N; i++)); do
+  wait_for 120 "node $i to finish its rounds" done_state $i
+  maps=$(cat "/proc/${NODE_PID[$i]}/maps" 2>/dev/null) || continue  # it already exited
+  grep -q "/dev/shm/gossipd-" <<<"$maps" && fail "node $i is done but still maps its trainer's shared memory"
+  checked=$((checked + 1))
+done
+echo "ok: $checked of $N done daemons checked: none maps its trainer's shared memory"
 for ((i = 0; i < N; i++)); do wait_exit $i 120; done
 for ((i = 0; i < N; i++)); do
   wait_for 30 "trainer $i to finish" exited "${TRAINER_PID[$i]}"

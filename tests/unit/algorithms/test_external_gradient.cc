@@ -258,16 +258,19 @@ TEST_CASE("a gradient read in place keeps its memory until the next supply or th
   CHECK(!watch.expired());        // still readable until the next supply: the method holds it until apply
   e.supplyZero(0.0);
   CHECK(watch.expired());
-  // The runtime's end of a round lets go of it too (TrainerInput::roundEnded), but not of one not yet taken.
-  auto mem1 = std::make_shared<Vec>(Vec{{7.0, 8.0, 9.0}});
-  std::weak_ptr<Vec> watch1 = mem1;
-  const Real* at = mem1->data();
-  e.supplyShared(at, std::move(mem1), 0.5);
-  e.releaseShared();
-  CHECK(!watch1.expired());  // supplied, not taken: kept
-  REQUIRE(e.takeSharedGradient().has_value());
-  e.releaseShared();
-  CHECK(watch1.expired());
+  // The runtime's end of a round lets go of it too (TrainerInput::roundEnded), taken or not: a final
+  // consensus round is supplied a gradient it never takes.
+  for (const bool taken : {true, false}) {
+    auto mem1 = std::make_shared<Vec>(Vec{{7.0, 8.0, 9.0}});
+    std::weak_ptr<Vec> watch1 = mem1;
+    const Real* at = mem1->data();
+    e.supplyShared(at, std::move(mem1), 0.5);
+    if (taken) REQUIRE(e.takeSharedGradient().has_value());
+    CHECK(!watch1.expired());
+    e.releaseShared();
+    CHECK(watch1.expired());
+    CHECK(!e.takeSharedGradient());  // nothing left to take
+  }
   // A caller that cannot read in place gets a copy.
   auto mem2 = std::make_shared<Vec>(Vec{{4.0, 5.0, 6.0}});
   e.supplyShared(mem2->data(), mem2, 1.0);

@@ -338,7 +338,7 @@ TEST_CASE("gradient mode: the gradient region is read - and a start step asks fo
         "wrong_mode: this daemon runs trainer.mode = 'gradient': send grad (client: step), not mix");
   c.send({{"op", "grad"}, {"loss", 2.0}});
   waitForRequest(b, model, 0, 0);
-  CHECK(!b.sharedGradient());  // float64 into the state's float32: converted, not read in place
+  CHECK(!b.sharedGradient());  // only a float32 trainer with float32 state is read in place: this one is copied into g
   Vec g;
   b.readRequest(model, g);
   CHECK(g == Vec{{0.125, -4.0}});
@@ -653,4 +653,23 @@ TEST_CASE("after the last round the daemon lets go of the shared memory - the tr
   REQUIRE(r["op"] == "attached");
   late.mapShm(r);
   CHECK(late.params()[1] == -5.0f);
+}
+
+TEST_CASE("the end of training lets go of the shared memory also when the last round served no request") {
+  TempDir d;
+  TrainerBridge b(options(d.path));
+  Vec model{{1.0, 2.0}};
+  Client c(b.endpoint());
+  c.send(attachMsg(2));
+  auto r = c.reply(b, &model, 99);
+  REQUIRE(r["op"] == "attached");
+  c.mapShm(r);
+  const std::string shm = r["shm"];
+  CHECK(fs::exists(shm));
+  b.setDone(100);  // the node finished while its trainer was away (no request pending)
+  CHECK(!fs::exists(shm));
+  CHECK(c.params()[1] == 2.0f);  // the trainer's mapping keeps the model it was given
+  b.modelChanged();
+  c.send({{"op", "mix"}});  // answered with done, nothing written
+  CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
 }
