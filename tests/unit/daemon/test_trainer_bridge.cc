@@ -119,6 +119,15 @@ std::string errorOf(const json& r) {
   return r["code"].get<std::string>() + ": " + r["error"].get<std::string>();
 }
 
+// Attaches c as a float32 trainer of the model's size and maps its shared memory; returns the memory's path.
+std::string attachMapped(TrainerBridge& b, Client& c, const Vec& model, Round next) {
+  c.send(attachMsg(static_cast<std::size_t>(model.size())));
+  const auto r = c.reply(b, &model, next);
+  REQUIRE(r["op"] == "attached");
+  c.mapShm(r);
+  return r["shm"];
+}
+
 }  // namespace
 
 TEST_CASE("a bfloat16 trainer: its 16-bit values in the shared memory - rounded to nearest even - float32 state") {
@@ -584,10 +593,7 @@ TEST_CASE("gradient mode with a float32 trainer: the gradient is read where the 
   TrainerBridge b(options(d.path, /*gradient=*/true));
   Vec model{{1.0, 1.0, 1.0}};
   Client c(b.endpoint());
-  c.send(attachMsg(3));
-  auto r = c.reply(b, &model, 0);
-  REQUIRE(r["op"] == "attached");
-  c.mapShm(r);
+  attachMapped(b, c, model, 0);
   CHECK(!b.sharedGradient());  // no request yet
   c.grad(3)[0] = 0.5f;
   c.grad(3)[1] = -2.0f;
@@ -628,11 +634,7 @@ TEST_CASE("after the last round the daemon lets go of the shared memory - the tr
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0}};
   Client c(b.endpoint());
-  c.send(attachMsg(2));
-  auto r = c.reply(b, &model, 99);
-  REQUIRE(r["op"] == "attached");
-  c.mapShm(r);
-  const std::string shm = r["shm"];
+  const std::string shm = attachMapped(b, c, model, 99);
   c.send({{"op", "mix"}});
   waitForRequest(b, model, 99, 0);
   Vec g;
@@ -648,10 +650,7 @@ TEST_CASE("after the last round the daemon lets go of the shared memory - the tr
   CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
   // A trainer that attaches afterwards (to read the final model) gets a mapping of its own.
   Client late(b.endpoint());
-  late.send(attachMsg(2));
-  r = late.reply(b, &model, 100);
-  REQUIRE(r["op"] == "attached");
-  late.mapShm(r);
+  attachMapped(b, late, model, 100);
   CHECK(late.params()[1] == -5.0f);
 }
 
@@ -660,11 +659,7 @@ TEST_CASE("the end of training lets go of the shared memory also when the last r
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0}};
   Client c(b.endpoint());
-  c.send(attachMsg(2));
-  auto r = c.reply(b, &model, 99);
-  REQUIRE(r["op"] == "attached");
-  c.mapShm(r);
-  const std::string shm = r["shm"];
+  const std::string shm = attachMapped(b, c, model, 99);
   CHECK(fs::exists(shm));
   b.setDone(100);  // the node finished while its trainer was away (no request pending)
   CHECK(!fs::exists(shm));
