@@ -622,8 +622,7 @@ TEST_CASE("model mode never reads a gradient in place") {
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0}};
   Client c(b.endpoint());
-  c.send(attachMsg(2));
-  REQUIRE(c.reply(b, &model, 0)["op"] == "attached");
+  attachMapped(b, c, model, 0);
   c.send({{"op", "mix"}});
   waitForRequest(b, model, 0, 0);
   CHECK(!b.sharedGradient());
