@@ -628,42 +628,38 @@ TEST_CASE("model mode never reads a gradient in place") {
   CHECK(!b.sharedGradient());
 }
 
-TEST_CASE("after the last round the daemon lets go of the shared memory - the trainer's mapping keeps the final model") {
-  TempDir d;
-  TrainerBridge b(options(d.path));
-  Vec model{{1.0, 2.0}};
-  Client c(b.endpoint());
-  const std::string shm = attachMapped(b, c, model, 99);
-  c.send({{"op", "mix"}});
-  waitForRequest(b, model, 99, 0);
-  Vec g;
-  b.readRequest(model, g);
-  model = Vec{{5.0, -5.0}};  // the final mixed model
-  REQUIRE(b.finishRound(model, 100, /*done=*/true));
-  CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
-  CHECK(!fs::exists(shm));  // unlinked: nothing of the daemon's holds it
-  CHECK(c.params()[0] == 5.0f);  // the trainer still reads the final model
-  CHECK(c.params()[1] == -5.0f);
-  b.setDone(100);
-  c.send({{"op", "mix"}});  // a request after the end is answered at once, without the memory
-  CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
-  // A trainer that attaches afterwards (to read the final model) gets a mapping of its own.
-  Client late(b.endpoint());
-  attachMapped(b, late, model, 100);
-  CHECK(late.params()[1] == -5.0f);
-}
-
-TEST_CASE("the end of training lets go of the shared memory also when the last round served no request") {
+TEST_CASE("the end of training lets go of the shared memory - the trainer's mapping keeps the model") {
   TempDir d;
   TrainerBridge b(options(d.path));
   Vec model{{1.0, 2.0}};
   Client c(b.endpoint());
   const std::string shm = attachMapped(b, c, model, 99);
   CHECK(fs::exists(shm));
-  b.setDone(100);  // the node finished while its trainer was away (no request pending)
-  CHECK(!fs::exists(shm));
-  CHECK(c.params()[1] == 2.0f);  // the trainer's mapping keeps the model it was given
-  b.modelChanged();
-  c.send({{"op", "mix"}});  // answered with done, nothing written
-  CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+  SUBCASE("after a last round that served the trainer's request") {
+    c.send({{"op", "mix"}});
+    waitForRequest(b, model, 99, 0);
+    Vec g;
+    b.readRequest(model, g);
+    model = Vec{{5.0, -5.0}};  // the final mixed model
+    REQUIRE(b.finishRound(model, 100, /*done=*/true));
+    CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+    CHECK(!fs::exists(shm));  // unlinked: nothing of the daemon's holds it
+    CHECK(c.params()[0] == 5.0f);  // the trainer still reads the final model
+    CHECK(c.params()[1] == -5.0f);
+    b.setDone(100);
+    c.send({{"op", "mix"}});  // a request after the end is answered at once, without the memory
+    CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+    // A trainer that attaches afterwards (to read the final model) gets a mapping of its own.
+    Client late(b.endpoint());
+    attachMapped(b, late, model, 100);
+    CHECK(late.params()[1] == -5.0f);
+  }
+  SUBCASE("when the last round served no request (the trainer was away)") {
+    b.setDone(100);
+    CHECK(!fs::exists(shm));
+    CHECK(c.params()[1] == 2.0f);  // the trainer's mapping keeps the model it was given
+    b.modelChanged();
+    c.send({{"op", "mix"}});  // answered with done, nothing written
+    CHECK(c.reply(b, &model, 100) == json{{"op", "mixed"}, {"round", 100}, {"done", true}});
+  }
 }
