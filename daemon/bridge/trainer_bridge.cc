@@ -56,7 +56,7 @@ struct TrainerBridge::Impl {
     std::size_t itemSize() const { return elem == Elem::F64 ? 8 : elem == Elem::BF16 ? 2 : 4; }
     long long pid = 0;
     // Shared: a gradient read in place (sharedGradient) holds the mapping until the node has used it, past a
-    // detach or a new attach in the middle of the round. Null once the last round was answered (finishRound).
+    // detach or a new attach in the middle of the round. Null once training ended (finishRound(done), setDone).
     std::shared_ptr<SharedMemory> shm;
     bool awaitingInit = false;  // attached with init:true, init not received yet
   };
