@@ -139,7 +139,7 @@ inline double mixArrivedFp32(std::span<const Incoming> msgs, const topology::Mix
 // cast.h, fp32MixInPlace); returns the round's disagreement || mixed - x ||. The same x bit for bit as
 // mixArrivedFp32 followed by x = acc - step g.
 inline double mixArrivedFp32InPlace(std::span<const Incoming> msgs, const topology::MixingRow& row, Vec& x,
-                                    const Eigen::Ref<const Vec>& g, double step) {
+                                    const GradRef& g, double step) {
   const auto dim = static_cast<std::size_t>(x.size());
   const double selfWeight = collectFp32Bodies(msgs, row, dim, true);
   const Fp32MixScratch& s = fp32Scratch();
