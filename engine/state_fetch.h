@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bytes.h"
 #include "core/real.h"
 #include "core/types.h"
 
@@ -49,6 +50,13 @@ struct StateAsk {
   std::uint64_t count = 0;
   std::uint64_t chunk = 0;
 };
+
+// Whether a request for values [at, at + count) of a vector of `dim` values, in chunks of `chunk`, is within
+// what a sender serves: chunks of at most 4M values (16 MiB of float32), at most 64 of them per request, so
+// that one request can make the sender queue only a bounded amount (engine/state_transfer.cc).
+bool askInBounds(const StateAsk& ask, std::uint64_t dim);
+// Writes one chunk, values [at, at + n) of `all`: u64 dimension | u64 at | array<Real>.
+void putChunk(ByteWriter& w, std::span<const Real> all, std::uint64_t at, std::size_t n);
 
 class StateFetch {
  public:

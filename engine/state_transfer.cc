@@ -24,6 +24,17 @@ constexpr std::uint64_t kMaxChunkValues = std::uint64_t{1} << 22;
 constexpr std::uint64_t kMaxChunksPerRequest = 64;
 }  // namespace
 
+bool askInBounds(const StateAsk& a, std::uint64_t dim) {
+  return a.chunk != 0 && a.chunk <= kMaxChunkValues && a.at <= dim && a.count <= dim - a.at &&
+         (a.count + a.chunk - 1) / a.chunk <= kMaxChunksPerRequest;
+}
+
+void putChunk(ByteWriter& w, std::span<const Real> all, std::uint64_t at, std::size_t n) {
+  w.put(static_cast<std::uint64_t>(all.size()));
+  w.put(at);
+  serial::putArray(w, all.subspan(static_cast<std::size_t>(at), n));
+}
+
 void NodeEngine::setStateFetch(StateFetchOptions options) { fetchOpts_ = options; }
 
 void NodeEngine::requestState(std::span<const PeerId> from, Round round) {
@@ -74,9 +85,7 @@ void NodeEngine::receiveStateRequest(const FrameHeader& h, const Bytes& payload)
   a.chunk = r.get<std::uint64_t>();
   r.expectEnd();
   const auto dim = static_cast<std::uint64_t>(node_->algorithm().x().size());
-  if (a.chunk == 0 || a.chunk > kMaxChunkValues || a.at > dim || a.count > dim - a.at ||
-      (a.count + a.chunk - 1) / a.chunk > kMaxChunksPerRequest)
-    return reject("bad_state_request");
+  if (!askInBounds(a, dim)) return reject("bad_state_request");
   // The protocol says which round the requester continues from, or keeps the request for later.
   if (const auto round = answerStateAt(h, a)) sendState(a, *round);
 }
@@ -91,9 +100,7 @@ void NodeEngine::sendState(const StateAsk& a, Round round) {
     const auto n = static_cast<std::size_t>(std::min(a.chunk, end - at));
     Bytes b;
     ByteWriter w(b);
-    w.put(static_cast<std::uint64_t>(x.size()));
-    w.put(at);
-    serial::putArray(w, x.subspan(static_cast<std::size_t>(at), n));
+    putChunk(w, x, at, n);
     sendControl(a.to, FrameKind::State, round, std::move(b));
     if (a.count == 0) break;
   }
