@@ -10,7 +10,7 @@ namespace {
 constexpr std::size_t kHeaderCrcOffset = 48;
 }  // namespace
 
-bool validKind(std::uint8_t k) { return k >= 1 && k <= 9; }
+bool validKind(std::uint8_t k) { return k >= 1 && k <= 11; }
 
 void sealPayload(FrameHeader& h, std::span<const std::byte> payload, std::optional<std::uint32_t> knownCrc) {
   GOSSIP_CHECK(payload.size() <= kMaxPayloadBytes, "payload of ", payload.size(), " bytes exceeds the frame limit");

@@ -40,14 +40,17 @@ inline constexpr std::uint32_t kFrameMagic = 0x44505347;  // "GSPD" read as litt
 // Version 2: bytes 6-7 carry the sender's degree (were reserved flags in version 1).
 // Version 3: a StateRequest asks for a range of the model and a State frame carries one chunk of it,
 // without version 2's whole-model checksum (engine/state_transfer.cc).
-inline constexpr std::uint8_t kFrameVersion = 3;
+// Version 4: the daemon's linked mode no longer pushes an edge's public state as one EdgeOpen frame of the
+// model's size; the receiving end pulls it in chunks (EdgeAsk, EdgePart: engine/edge_fetch.cc).
+inline constexpr std::uint8_t kFrameVersion = 4;
 inline constexpr std::size_t kFrameHeaderBytes = 52;
 // Largest payload accepted (and produced): 1 GiB, far above a 64M-parameter fp32 model.
 inline constexpr std::uint32_t kMaxPayloadBytes = 1u << 30;
 
 enum class FrameKind : std::uint8_t {
   Model = 1,        // a round's algorithm message
-  EdgeOpen = 2,     // edge handshake: carries the sender's public state (fp64) for the new edge
+  EdgeOpen = 2,     // edge handshake of the simulator's SyncEngine: the sender's public state for the new edge
+                    // (the daemon's linked mode pulls it instead: EdgeAsk, EdgePart)
   StateRequest = 3, // a joiner asks a neighbour for a range of its model (engine/state_transfer.cc)
   State = 4,        // one chunk of a model transfer (Real values)
   Ack = 5,          // per-link delivery acknowledgement (daemon)
@@ -56,6 +59,8 @@ enum class FrameKind : std::uint8_t {
   EdgeClose = 8,    // linked mode: "I use this edge up to round `round` - 1, no further"; payload: u64 proposal id
                     // of the edge (or proposal) it ends, declines or cancels (empty from senders before it)
   Status = 9,       // monitoring: the sender's table of node summaries (daemon/monitor/cluster_status.h)
+  EdgeAsk = 10,     // linked mode: the receiving end of a new edge asks for a range of the sender's public state
+  EdgePart = 11,    // linked mode: one chunk of an edge's public state, answering EdgeAsk
 };
 bool validKind(std::uint8_t k);
 

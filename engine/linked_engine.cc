@@ -26,14 +26,6 @@ std::uint64_t readU64(const Bytes& payload) {
 
 bool activeAt(Round start, Round end, Round t) { return t >= start && t < end; }
 
-// The values of an EdgeOpen payload (u64 count | count values of Real) whose length was checked, read in place.
-// The buffer comes from operator new and was written byte-wise (received), so its values are implicitly
-// created objects (C++20 [intro.object]); after the 8-byte count they are aligned for Real.
-std::span<const Real> edgeOpenValues(const Bytes& payload) {
-  constexpr std::size_t kCount = sizeof(std::uint64_t);
-  return {reinterpret_cast<const Real*>(payload.data() + kCount), (payload.size() - kCount) / sizeof(Real)};
-}
-
 // Requests of one requester kept for the end of a round (a fetch has window_chunks / request_chunks = 4).
 constexpr std::uint64_t kMaxWaitingRequests = 16;
 
@@ -215,7 +207,7 @@ bool LinkedEngine::roundReady(Round t) const {
   }
   for (const auto& [j, l] : links_) {
     if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
-    if (l.start == t && !l.open && !l.peerPublic) return false;
+    if (l.start == t && !l.open && !(l.edgeFetch && l.edgeFetch->complete())) return false;
     const PeerId peer = j;  // a named copy: clang before 16 cannot capture a structured binding
     const bool have = std::any_of(inbox_.begin(), inbox_.end(),
                                   [&](const Inbound& in) { return in.round == t && in.sender == peer; });
@@ -254,6 +246,7 @@ void LinkedEngine::tick(std::uint64_t nowMs) {
         propose(j, l, nowMs);
       }
     }
+    if (l.edgeFetch && !l.edgeFetch->complete()) pumpEdgeFetch(j, l);  // chunks a silence handed back
     if (!l.unacked.empty() && nowMs >= l.lastSendMs + retransmitAfterMs(l.unacked)) {
       for (const auto& s : l.unacked) {
         transport_.send(j, s.header, s.payload);
@@ -273,9 +266,10 @@ void LinkedEngine::tick(std::uint64_t nowMs) {
 }
 
 // How long unacknowledged frames wait before they are sent again: retransmit_ms, plus the time they take to
-// leave at retransmit_min_bytes_per_ms. A 100 MB EdgeOpen (a 25M-parameter CHOCO edge) takes 8 s on a
-// 100 Mbit/s link; resent every 200 ms it was queued 40 times over, and the copies filled the link so that
-// the round's own 2 MB frames waited behind them: 242 retransmits, 62 s for one round.
+// leave at retransmit_min_bytes_per_ms. A 100 MB frame (a 25M-parameter CHOCO edge's EdgeOpen, before edges
+// were set up in chunks; a LEAD fp32 model frame) takes 8 s on a 100 Mbit/s link; resent every 200 ms it was
+// queued 40 times over, and the copies filled the link so that the round's own 2 MB frames waited behind
+// them: 242 retransmits, 62 s for one round.
 std::uint64_t LinkedEngine::retransmitAfterMs(const std::vector<Sent>& unacked) const {
   std::uint64_t bytes = 0;
   for (const auto& s : unacked) bytes += s.header.size() + (s.payload ? s.payload->size() : 0);
@@ -293,7 +287,9 @@ void LinkedEngine::retire(PeerId id, Link& l) {
   auto& c = closed_[id];
   c.incarnation = l.incarnation;
   c.life = l.life;
+  c.start = l.start;
   c.end = l.end;
+  c.myPublic = l.end > l.start ? std::move(l.myPublic) : nullptr;  // rounds of it were mixed: the peer may need it
   c.unacked = std::move(l.unacked);
   std::erase_if(c.unacked, [&](const Sent& s) { return s.round >= c.end; });  // never mixed: not needed
   c.lastSendMs = l.lastSendMs;
@@ -315,6 +311,9 @@ void LinkedEngine::protocolControl(const FrameHeader& h, const SharedBytes& shar
           l->start = std::max<Round>(h.round, nextRound());
           l->proposal = proposal;
           l->life = proposal;
+          // The answer first: our asks for its public state then reach a proposer that has agreed the edge.
+          sendControl(j, FrameKind::EdgeHello, l->start, u64Payload(proposal));
+          return startEdgeFetch(j, *l);
         } else if (l->life != proposal) {
           // A new proposal while we hold an agreed edge: the proposer proposes only when it holds none with
           // us. Either the edge is closing (one end sent EdgeClose: ours went out, or the proposer's came
@@ -343,7 +342,7 @@ void LinkedEngine::protocolControl(const FrameHeader& h, const SharedBytes& shar
       l->start = h.round;
       l->life = proposal;
       l->proposal = 0;
-      return;
+      return startEdgeFetch(j, *l);
     }
     case FrameKind::EdgeClose: {
       if (!l) return;  // already gone
@@ -369,27 +368,21 @@ void LinkedEngine::protocolControl(const FrameHeader& h, const SharedBytes& shar
       }
       return;
     }
-    case FrameKind::EdgeOpen: {
-      if (!l || !l->scheduled || h.round != l->start) return reject("unwanted_edge");
-      if (l->open || l->peerPublic) return ++stats_.duplicates, void();
-      ByteReader r(payload, "edge-open payload");
-      const std::size_t n = serial::getCount(r, sizeof(Real));
-      r.take(n * sizeof(Real));
-      r.expectEnd();
-      if (n != static_cast<std::size_t>(node_->algorithm().x().size())) return reject("wrong_dimension");
-      for (Real v : edgeOpenValues(payload))
-        if (!std::isfinite(v)) return reject("non_finite");
-      l->peerPublic = shared;
-      return;
-    }
+    case FrameKind::EdgeAsk:
+      return receiveEdgeAsk(h, payload, l);
+    case FrameKind::EdgePart:
+      return receiveEdgePart(h, payload, l);
     case FrameKind::Ack: {
       // Cumulative: covers a closed life of the link (frames of its last rounds) and the current one.
       auto c = closed_.find(j);
-      if (c != closed_.end() && c->second.incarnation == h.incarnation)
+      if (c != closed_.end() && c->second.incarnation == h.incarnation) {
         std::erase_if(c->second.unacked, [&](const Sent& s) { return s.round <= h.round; });
+        if (h.round >= c->second.start) c->second.myPublic.reset();
+      }
       if (!l) return;
       if (l->acked == kNoRound || h.round > l->acked) l->acked = h.round;
       std::erase_if(l->unacked, [&](const Sent& s) { return s.round <= l->acked; });
+      if (l->scheduled && l->acked >= l->start) l->myPublic.reset();  // the peer has opened the edge
       return;
     }
     default:
@@ -450,7 +443,14 @@ void LinkedEngine::beforeLocalWork(Round t) {
   const bool starts = std::any_of(links_.begin(), links_.end(),
                                   [&](const auto& kv) { return kv.second.scheduled && kv.second.start == t; });
   if (!starts) return;
-  roundPublic_ = std::make_shared<const Bytes>(realsPayload(node_->algorithm().publicState()));
+  const std::span<const Real> pub = node_->algorithm().publicState();
+  roundPublic_ = std::make_shared<const std::vector<Real>>(pub.begin(), pub.end());
+  for (auto& [j, l] : links_) {
+    if (!l.scheduled || l.start != t) continue;
+    l.myPublic = roundPublic_;  // served to j's asks (engine/edge_fetch.cc) until j acknowledges round t
+    for (const StateAsk& a : l.asksWaiting) serveEdgeAsk(j, l.life, l.start, *l.myPublic, a);
+    l.asksWaiting.clear();
+  }
 }
 
 void LinkedEngine::sendRound(Round t, FrameHeader h) {
@@ -471,17 +471,6 @@ void LinkedEngine::sendRound(Round t, FrameHeader h) {
   h.degree = degree;
   for (auto& [j, l] : links_) {
     if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
-    if (l.start == t) {
-      const SharedBytes& pub = roundPublic_;
-      GOSSIP_CHECK(pub, "no public state captured for round ", t);
-      FrameHeader oh;
-      oh.kind = FrameKind::EdgeOpen;
-      oh.sender = self_;
-      oh.incarnation = incarnation_;
-      oh.round = t;
-      sealPayload(oh, *pub);
-      sendKept(j, oh, pub, l);
-    }
     sendKept(j, h, payload_, l);
   }
 }
@@ -503,9 +492,9 @@ topology::MixingRow LinkedEngine::linkedRow(Round t) {
     for (auto& [j, l] : links_) {
       if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
       if (!l.open) {
-        GOSSIP_CHECK(l.start == t && l.peerPublic, "edge to ", j, " is not open in round ", t);
-        algo.addEdge({j, l.incarnation}, edgeOpenValues(*l.peerPublic));
-        l.peerPublic.reset();
+        GOSSIP_CHECK(l.start == t && l.edgeFetch && l.edgeFetch->complete(), "edge to ", j, " is not open in round ", t);
+        algo.addEdge({j, l.incarnation}, std::span<const Real>(l.edgeFetch->values()));
+        l.edgeFetch.reset();
         l.open = true;
       }
       row.neighbors.emplace_back(j, weight(degreeOf(j)));

@@ -5,8 +5,11 @@
 //  - The lower id proposes (EdgeHello carrying its next round n and a proposal id) and does not begin a
 //    round until answered; the higher id, if it wants the edge too, answers with the start round
 //    s = max(n, its own next round), else with EdgeClose(0). Both use the edge from round s on.
-//  - At round s each end sends EdgeOpen with its public state as of the start of round s; the edge is
-//    created in the algorithm (addEdge) just before round s is mixed, when that state has arrived.
+//  - Each end needs the other's public state as of the start of round s (a model's worth: CHOCO's x_hat,
+//    LEAD's h). From the agreement on, each end pulls it from the other in chunks (EdgeAsk, EdgePart:
+//    engine/edge_fetch.cc); the sender captures it when it begins round s and serves it until the peer
+//    acknowledges round s. The edge is created in the algorithm (addEdge) just before round s is mixed,
+//    when every chunk has arrived.
 //  - A live edge that a new view no longer wants is closed with EdgeClose(end): the sender has sent its
 //    frames up to round end-1 and mixes them; the receiver mixes up to end-1 too and then drops it.
 //  - One pair of (id, incarnation) ends can have several edges one after the other (closed, proposed
@@ -21,7 +24,7 @@
 //    symmetric and doubly stochastic without any epoch. An announced degree may exceed the edges really
 //    mixed (an edge that died during the round); its weight then folds into the self weight, which keeps
 //    both properties.
-//  - Replica methods need every message exactly once: model frames (and EdgeOpen) are kept until the
+//  - Replica methods need every message exactly once: model frames are kept until the
 //    peer acknowledges the round (Ack, cumulative), and resent after `retransmit_ms`; duplicates are
 //    dropped by round. A payload that passed its checksum but does not decode ends the edge at once.
 //    Stateless methods need no handshake: a frame from a neighbour of the view is mixed if it arrives
@@ -116,9 +119,13 @@ class LinkedEngine final : public NodeEngine {
     std::uint64_t retryAt = 0;      // proposer: when to propose again after a decline (ms)
     Round start = 0;
     Round end = kNoRound;           // first round not mixed
-    // The EdgeOpen(start) payload, checked (dimension, finite values), until the edge opens: the received
-    // buffer itself, read in place by addEdge (a copy of it was a model's worth more per edge being set up).
-    SharedBytes peerPublic;
+    // Receiving end: the peer's public state as of round `start`, pulled in chunks from the agreement until
+    // the edge opens (addEdge reads it in place). A lost chunk is asked again; what arrived is kept.
+    std::optional<StateFetch> edgeFetch;
+    // Sending end: our public state as of round `start` (u64 count | values), captured when that round
+    // begins and served to the peer's asks until the peer acknowledges round `start` (it opened the edge).
+    std::shared_ptr<const std::vector<Real>> myPublic;
+    std::vector<StateAsk> asksWaiting;  // the peer's asks that came before round `start` began
     bool open = false;              // addEdge done
     Round acked = kNoRound;         // highest round the peer acknowledged (kNoRound: none)
     std::vector<Sent> unacked;
@@ -129,7 +136,12 @@ class LinkedEngine final : public NodeEngine {
   struct Closed {
     Incarnation incarnation = 0;
     std::uint64_t life = 0;  // Link::life of the closed edge (its EdgeClose, said again, names it)
+    Round start = 0;
     Round end = 0;
+    // Our public state as of `start`, while the peer may still need it to open the edge: an edge can close
+    // at our end before the peer has mixed its rounds (an edge of one round), and the peer cannot mix them
+    // without it. Let go when the peer acknowledges round `start`.
+    std::shared_ptr<const std::vector<Real>> myPublic;
     std::vector<Sent> unacked;
     std::uint64_t lastSendMs = 0;
   };
@@ -157,6 +169,13 @@ class LinkedEngine final : public NodeEngine {
   void propose(PeerId id, Link& l, std::uint64_t nowMs);
   void retire(PeerId id, Link& l);  // moves a link into closed_
   std::uint64_t retransmitAfterMs(const std::vector<Sent>& unacked) const;
+  // Edge set-up in chunks (engine/edge_fetch.cc).
+  void startEdgeFetch(PeerId j, Link& l);     // once the start is agreed: begins pulling j's public state
+  void pumpEdgeFetch(PeerId j, Link& l);      // sends the asks that are due
+  void receiveEdgeAsk(const FrameHeader& h, const Bytes& payload, Link* l);
+  void receiveEdgePart(const FrameHeader& h, const Bytes& payload, Link* l);
+  // The asked chunks of `pub`, our public state for the edge life `life` that starts at round `start`.
+  void serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const std::vector<Real>& pub, const StateAsk& a);
   bool isFetching(PeerId j) const;
 
   LinkOptions linkOpts_;
@@ -177,7 +196,7 @@ class LinkedEngine final : public NodeEngine {
   // and our rounds do not wait for theirs (each round waited a whole deadline for the joiner).
   std::map<PeerId, Incarnation> fetching_;
   std::optional<FrameHeader> roundHeader_;  // stateless: the model frame's header of the round begun last
-  SharedBytes roundPublic_;                 // EdgeOpen payload of the round begun last (if any edge starts)
+  std::shared_ptr<const std::vector<Real>> roundPublic_;  // our public state as of the round begun last (if any edge starts)
   bool inRound_ = false;                    // between beginRound and the end of endRound
   bool holdEdges_ = false;
   bool graphFallback_ = false;              // the current view's graph is the fallback (view.h)

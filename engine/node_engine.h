@@ -61,6 +61,8 @@ struct EngineStats {
   std::uint64_t states_sent = 0;        // state transfers served (counted by the request of their first chunk)
   std::uint64_t states_received = 0;    // state transfers completed and installed
   std::uint64_t state_requests_declined = 0;  // asked for our model while we were fetching one ourselves
+  std::uint64_t edge_asks_sent = 0;     // linked mode: asks for a new edge's public state (engine/edge_fetch.cc)
+  std::uint64_t edge_parts_taken = 0;   // linked mode: chunks of it placed (duplicates not counted)
   std::uint64_t compute_ns = 0;         // wall time inside the algorithm (local steps, encode, decode, mix)
   std::map<std::string, std::uint64_t> rejected;  // by reason label
   // By the sender id a frame's (checksummed) header names, then by reason; at most 1024 senders.
@@ -150,6 +152,7 @@ class NodeEngine {
   // returns a copy of the encoded header when `keepHeader` (a frame kept for retransmission).
   Bytes sendFrame(PeerId to, FrameHeader h, SharedBytes payload, bool keepHeader = false);
   void sendState(const StateAsk& ask, Round round);  // the asked part of our model, continuing at `round`
+  const StateFetchOptions& stateFetchOptions() const { return fetchOpts_; }  // also the edge set-up's chunks
   static Bytes realsPayload(std::span<const Real> v);
 
   PeerId self_;

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   // engine: one sealed record per frame kind from the real neighbour (fuzz/target_engine.cc's format),
   // and a real model frame of the neighbour's next round.
   {
-    for (std::uint8_t kind = 0; kind < 8; ++kind) {
+    for (std::uint8_t kind = 0; kind < 11; ++kind) {
       Bytes r;
       put<std::uint8_t>(r, 1);     // sealed, one step after it
       put<std::uint8_t>(r, kind);  // kind - 1

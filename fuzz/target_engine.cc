@@ -11,10 +11,10 @@ namespace gossip::fuzz {
 
 namespace {
 // A header from fuzzed fields, sealed with valid checksums, so inputs get past the CRCs into the
-// protocol (edge agreement, acks, state chunks, model payloads) instead of stopping at bad_header_crc.
+// protocol (edge agreement and set-up, acks, state chunks, model payloads) instead of stopping at bad_header_crc.
 void sealed(Input& in, Bytes& header, Bytes& payload) {
   engine::FrameHeader h;
-  h.kind = static_cast<engine::FrameKind>(1 + in.get<std::uint8_t>() % 8);
+  h.kind = static_cast<engine::FrameKind>(1 + in.get<std::uint8_t>() % 11);  // every kind, EdgeAsk and EdgePart too
   const auto who = in.get<std::uint8_t>();
   h.sender = who % 4;  // mostly the real neighbour (1) or self (0): ids the engine knows
   h.incarnation = (who >> 2) % 3;

@@ -22,7 +22,7 @@ import time
 import zmq
 
 MAGIC = 0x44505347  # "GSPD"
-VERSION = 3  # engine/frame.h kFrameVersion
+VERSION = 4  # engine/frame.h kFrameVersion
 HEADER_BYTES = 52
 MODEL, MEMBERSHIP = 1, 6
 FP32_CODEC, CODEC_VERSION = 1, 1

@@ -45,9 +45,11 @@ std::size_t InprocNetwork::inFlight() const {
 }
 
 void InprocTransport::send(PeerId to, Bytes header, SharedBytes payload) {
-  // The frame kind is the header's byte 5; only model frames are subject to the drop rule.
-  const bool model = peekIsKind(header, FrameKind::Model);
-  net_.deliver(self_, to, std::move(header), std::move(payload), model);
+  // The frame kind is the header's byte 5. The drop rule applies to the frames the linked mode recovers when
+  // lost: model frames (resent until acknowledged) and an edge set-up's asks and parts (asked again).
+  const bool droppable = peekIsKind(header, FrameKind::Model) || peekIsKind(header, FrameKind::EdgeAsk) ||
+                         peekIsKind(header, FrameKind::EdgePart);
+  net_.deliver(self_, to, std::move(header), std::move(payload), droppable);
 }
 
 }  // namespace gossip::engine

@@ -14,8 +14,8 @@ namespace gossip::engine {
 
 class InprocNetwork {
  public:
-  // drop(from, to) -> true discards the frame (consulted for model frames only: control frames model a
-  // reliable channel).
+  // drop(from, to) -> true discards the frame (consulted for model frames and an edge set-up's asks and
+  // parts only: the other control frames model a reliable channel).
   using DropRule = std::function<bool(PeerId from, PeerId to)>;
 
   void attach(PeerId id);

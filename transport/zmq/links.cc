@@ -17,8 +17,8 @@ namespace {
 constexpr int kControl = 0;  // channel index of control frames
 constexpr int kModel = 1;    // channel index of model frames
 
-// The data channel carries what is model-sized: a round's model frames, a state transfer's chunks and an
-// edge's public state (EdgeOpen). The control channel keeps what must not wait behind hundreds of MB:
+// The data channel carries what is model-sized: a round's model frames, a state transfer's chunks and the
+// chunks of an edge's public state (EdgePart; EdgeOpen, which the simulator's engine sends whole). The control channel keeps what must not wait behind hundreds of MB:
 // membership probes and acks, edge agreement, delivery acks and state requests. (State chunks on the
 // control channel queued a 400 MB transfer ahead of the probes, and past the queue's 256-frame limit the
 // oldest frames, probes among them, were dropped.) Anything whose kind cannot be read goes on the data channel.
@@ -29,6 +29,7 @@ int channelOf(const Bytes& header) {
     case engine::FrameKind::Model:
     case engine::FrameKind::State:
     case engine::FrameKind::EdgeOpen:
+    case engine::FrameKind::EdgePart:
       return kModel;
     default:
       return kControl;

@@ -174,7 +174,8 @@ class Harness {
   static const char* kindName(FrameKind k) {
     switch (k) {
       case FrameKind::Model: return "model";
-      case FrameKind::EdgeOpen: return "open";
+      case FrameKind::EdgeAsk: return "ask";
+      case FrameKind::EdgePart: return "part";
       case FrameKind::Ack: return "ack";
       case FrameKind::EdgeHello: return "hello";
       case FrameKind::EdgeClose: return "close";
@@ -330,6 +331,9 @@ void Harness::add(PeerId id, Incarnation inc) {
   n.engine = std::make_unique<LinkedEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
                                             *n.transport,
                                             LinkOptions{.topology = topo_, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
+  // Edge set-up in several chunks of a few values, pulled in small windows, so that lost asks and parts
+  // leave holes that the fetch must ask for again (engine/edge_fetch.cc).
+  n.engine->setStateFetch({.chunk_values = 3, .request_chunks = 2, .window_chunks = 4, .silence_ms = 60, .first_silence_ms = 40});
   n.driver = std::make_unique<RoundDriver>(
       *n.engine, RoundDriverOptions{.rounds = o_.target, .barrier = StartBarrier::EveryRound});
   inbox_[id];
@@ -413,14 +417,15 @@ void Harness::send(PeerId from, PeerId to, Bytes header, SharedBytes payload) {
     modelSent_.insert({s, nodes_.at(to).key, h.round});
     if (o_.sabotage == Sabotage::LoseForever && from == 1 && to == 0) return ++result_.lost, void();
   }
-  const bool droppable = model || h.kind == FrameKind::Ack;
+  // Edge asks and parts may be lost too: the fetch asks again for what did not come (engine/edge_fetch.cc).
+  const bool droppable = model || h.kind == FrameKind::Ack || h.kind == FrameKind::EdgeAsk || h.kind == FrameKind::EdgePart;
   if (droppable && run_.uniform() < o_.lossRate) {
     trace("lost ", from, " -> ", to, " ", kindName(h.kind), " r", h.round);
     return ++result_.lost, void();
   }
   const double u = run_.uniform();
   const std::uint64_t delay = u < 0.7 ? run_.below(6) : u < 0.95 ? 5 + run_.below(25) : 30 + run_.below(90);
-  auto& q = queues_[{from, to, model ? 0 : 1}];
+  auto& q = queues_[{from, to, model || h.kind == FrameKind::EdgePart ? 0 : 1}];  // the data channel, as ZeroMQ's
   const std::uint64_t at = std::max(now_ + delay, q.empty() ? 0 : q.back().at);
   if (droppable && run_.uniform() < o_.duplicateRate) {
     ++result_.duplicated;

@@ -11,8 +11,10 @@
 //    and everything else, as the ZeroMQ transport keeps order (transport/zmq/zmq_transport.h); a frame is
 //    delivered after a random delay, queue heads in a random order, so the two channels and the links
 //    interleave freely;
-//  - model and ack frames may be lost or duplicated (the linked mode retransmits and refuses duplicates);
-//    control frames (hello, open, close) model a reliable channel, as in InprocNetwork;
+//  - model and ack frames may be lost or duplicated (the linked mode retransmits and refuses duplicates),
+//    and so may the asks and parts of an edge's set-up (the receiving end asks again for what did not
+//    come; edges are set up in chunks of 3 values here); the other control frames (hello, close) model a
+//    reliable channel, as in InprocNetwork;
 //  - partitions: a set of cut pairs whose frames are held (not delivered) for a while, shorter than the
 //    failure detection: the views do not change;
 //  - crashes (the engine destroyed, frames to it lost), restarts as a new incarnation and joins; every

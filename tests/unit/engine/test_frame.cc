@@ -149,9 +149,9 @@ TEST_CASE("every header reason label is reachable") {
   patch<std::uint32_t>(b, 0, 0x12345678);
   expect(b, "bad_magic");
   b = good;
-  patch<std::uint8_t>(b, 4, 1);  // version 1 had reserved flags where the degree is now
+  patch<std::uint8_t>(b, 4, 3);  // version 3 pushed an edge's public state whole (EdgeOpen)
   expect(b, "bad_version");
-  for (std::uint8_t k : {0, 10, 255}) {
+  for (std::uint8_t k : {0, 12, 255}) {
     b = good;
     patch<std::uint8_t>(b, 5, k);
     expect(b, "bad_kind");

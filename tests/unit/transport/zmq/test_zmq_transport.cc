@@ -340,9 +340,9 @@ TEST_CASE("peer zmq: a large frame of another kind arrives as one buffer of its 
   auto b = std::make_unique<ZmqTransport>(2, kAny);
   a.addPeer(2, b->endpoint());
   const std::size_t n = std::size_t{2} << 20;
-  // An edge set-up frame: its reader wants one buffer (model frames are handed over in parts).
-  a.send(2, header(1, FrameKind::EdgeOpen, 0, n), payload(n, 0));
-  auto got = receiveN(*b, 1, "the 2 MB edge set-up frame");
+  // A state transfer's chunk (up to 16 MiB): its reader wants one buffer (model frames are handed over in parts).
+  a.send(2, header(1, FrameKind::State, 0, n), payload(n, 0));
+  auto got = receiveN(*b, 1, "the 2 MB state chunk");
   CHECK_FALSE(got[0].parts);
   REQUIRE(got[0].payload);
   CHECK(got[0].payload.use_count() == 1);  // nothing else (no pool) keeps it or will keep it once released
