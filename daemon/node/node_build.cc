@@ -238,6 +238,22 @@ void NodeRuntime::Impl::loadNewestCheckpoint() {
   if (const auto next = resumeFromNewest(checkpoints, *engine, id, c.algorithm.rounds, dir)) life.resumeAt(*next);
 }
 
+namespace {
+// An identity text without its protocol.frame_version and protocol.membership_version lines.
+std::string withoutWireVersions(const std::string& text) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line(text.data() + at, end - at);
+    if (!line.starts_with("protocol.frame_version=") && !line.starts_with("protocol.membership_version="))
+      out.append(line).push_back('\n');
+    at = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
 // The data directory belongs to the cluster that first ran in it (its identity, in the file `cluster`):
 // another cluster's node on it would resume checkpoints of another problem, or re-cut every shard in
 // silence (issue 28: `gossipd cluster` resumed with another --nodes). Refused with the keys that differ;
@@ -252,6 +268,14 @@ void NodeRuntime::Impl::checkClusterFile() {
   if (held.find("\nnode.id=") == std::string::npos && held.rfind("node.id=", 0) != 0)
     held += "node.id=" + std::to_string(id) + "\n";  // written before the line existed (this session)
   if (held == mine) return;
+  // The wire protocol's versions are in the identity because nodes of two versions cannot talk, but nothing
+  // the directory holds depends on them: a directory of an earlier gossipd is taken over, not refused (a
+  // whole cluster upgraded at once would otherwise have to delete every node's file or start anew).
+  if (withoutWireVersions(held) == withoutWireVersions(mine)) {
+    nodeLog->info("node.data_dir '{}' was written by another version of the wire protocol ({}); its run goes on here",
+                  dir.string(), describeIdentityDifference(mine, held, "now", "before"));
+    return writeTextAtomic(f, mine);
+  }
   const bool otherNode = describeIdentityDifference(identity, held.substr(0, held.rfind("node.id="))).empty();
   throw RefusedError("node.data_dir '" + dir.string() + "' belongs to " + (otherNode ? "another node" : "another cluster") + ": " +
                      describeIdentityDifference(mine, held, "in this configuration", "in the directory") +

@@ -184,6 +184,13 @@ sum=$(md5sum <"$TMP/kept/model.npy")
 EXPECT_RC=3 expect "rerun of a finished run" "^gossipd run: node.data_dir: the run in '$TMP/kept' is finished \(its newest checkpoint is at round 20, algorithm.rounds = 20" -- "${ONE[@]}"
 [ "$(md5sum <"$TMP/kept/model.npy")" = "$sum" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the refused rerun changed model.npy"; }
 expect_ok "more rounds train on" "resumed at round 20" -- "${ONE[@]}" --set algorithm.rounds=30
+# A directory an earlier gossipd wrote (another frame version in its identity) goes on: the versions decide
+# who can talk, not what the directory holds. The file then names this version.
+sed -i 's/^\(protocol\.frame_version="\?\)[0-9]*/\13/' "$TMP/kept/cluster"
+grep -qE '^protocol\.frame_version="?3' "$TMP/kept/cluster" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL no frame version line to change in $TMP/kept/cluster"; }
+expect_ok "a directory of an earlier wire version goes on" "written by another version of the wire protocol \(protocol\.frame_version is \"?[0-9]+\"? now, \"?3\"? before\)" -- \
+  "${ONE[@]}" --set algorithm.rounds=32
+grep -qE '^protocol\.frame_version="?3' "$TMP/kept/cluster" && { fail=$((fail + 1)); echo "FAIL the cluster file still names the earlier frame version"; } || pass=$((pass + 1))
 # The directory belongs to the cluster that ran in it: another cluster.nodes (a re-cut of every shard), or
 # here another name, is refused with the keys that differ, though its checkpoints would load.
 EXPECT_RC=3 expect "another cluster on the directory" "^gossipd run: node.data_dir '$TMP/kept' belongs to another cluster: cluster.name is \"other\" in this configuration, \"gossipd\" in the directory\. .*delete '$TMP/kept/cluster' to take the directory over" -- \
