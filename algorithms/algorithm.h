@@ -196,13 +196,19 @@ class Algorithm {
 
   // Public state a new neighbour must copy once, in full precision, to create its replica of this node
   // (CHOCO: x_hat_i; LEAD: h_i). Empty for stateless methods. A view of the node's own vector, valid until
-  // its state next changes (prepare, apply, load): the engine serializes it at once, with no copy aside (a
-  // model's worth of memory at a 100M-parameter edge set-up).
+  // its state next changes (prepare, apply, load): the engine copies it at once, and serves the copy to the
+  // new neighbours' asks (engine/edge_fetch.cc).
   virtual std::span<const Real> publicState() const { return {}; }
   // Creates the edge state for neighbour j, given j's publicState() (empty for stateless methods).
   // ProtocolError if any edge to j.id exists: a restarted neighbour is dropEdge(old) + addEdge(new), never
   // an overwrite (an overwrite would leave the old edge's dual share inside d_i).
   virtual void addEdge(EdgeKey /*j*/, std::span<const Real> /*neighbourPublic*/) {}
+  // addEdge, given a vector assembled for this edge alone (the daemon's edge set-up makes one per edge): a
+  // method that keeps the state as it came takes the vector itself, not a copy of it (a model's worth of
+  // memory at a 100M-parameter edge set-up). The default copies it through addEdge.
+  virtual void adoptEdge(EdgeKey j, Vec&& neighbourPublic) {
+    addEdge(j, std::span<const Real>(neighbourPublic.data(), static_cast<std::size_t>(neighbourPublic.size())));
+  }
   // Drops the edge only if its key matches exactly (a late drop of an old life must not kill the new
   // edge). An unknown key is a no-op.
   virtual void dropEdge(EdgeKey /*j*/) {}

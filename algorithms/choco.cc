@@ -68,6 +68,8 @@ void Choco::addEdge(EdgeKey j, std::span<const Real> pub) {
   detail::addReplica(edges_, "choco", j, pub, hat_.size());
 }
 
+void Choco::adoptEdge(EdgeKey j, Vec&& pub) { detail::addReplica(edges_, "choco", j, std::move(pub), hat_.size()); }
+
 void Choco::dropEdge(EdgeKey j) {
   auto it = edges_.find(j.id);
   if (it != edges_.end() && it->second.incarnation == j.incarnation) edges_.erase(it);

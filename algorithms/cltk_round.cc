@@ -58,6 +58,11 @@ void CltkRound::addEdge(EdgeKey j, std::span<const Real> pub) {
   announceCurrent_ = p_.cltk_delay + 1;
 }
 
+void CltkRound::adoptEdge(EdgeKey j, Vec&& pub) {
+  inner_->adoptEdge(j, std::move(pub));
+  announceCurrent_ = p_.cltk_delay + 1;
+}
+
 void CltkRound::apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Check every message's trailer before anything changes: a bad one throws with the state untouched.
   const auto dim = static_cast<std::uint32_t>(x().size());

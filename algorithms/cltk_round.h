@@ -44,6 +44,7 @@ class CltkRound final : public CodecRound {
   void prepare(Round t, const GradRef& g, double lr, compress::Encoded& out) override;
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   void addEdge(EdgeKey j, std::span<const Real> pub) override;
+  void adoptEdge(EdgeKey j, Vec&& pub) override;
   void save(ByteWriter& w) const override;
   void load(ByteReader& r) override;
 

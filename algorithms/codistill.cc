@@ -69,6 +69,10 @@ void Codistill::addEdge(EdgeKey j, std::span<const Real> pub) {
   detail::addReplica(edges_, "codistill", j, pub, hat_.size());
 }
 
+void Codistill::adoptEdge(EdgeKey j, Vec&& pub) {
+  detail::addReplica(edges_, "codistill", j, std::move(pub), hat_.size());
+}
+
 void Codistill::dropEdge(EdgeKey j) {
   auto it = edges_.find(j.id);
   if (it == edges_.end() || it->second.incarnation != j.incarnation) return;

@@ -59,6 +59,11 @@ void LgcRound::addEdge(EdgeKey j, std::span<const Real> pub) {
   announce_ = p_.lgc_delay + 1;
 }
 
+void LgcRound::adoptEdge(EdgeKey j, Vec&& pub) {
+  inner_->adoptEdge(j, std::move(pub));
+  announce_ = p_.lgc_delay + 1;
+}
+
 void LgcRound::apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) {
   // Check every trailer before anything changes: a bad one throws with the state untouched.
   values_.clear();

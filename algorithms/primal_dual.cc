@@ -129,14 +129,19 @@ bool PrimalDual::readsPayloadParts() const { return detail::exactForState(c_); }
 std::span<const Real> PrimalDual::publicState() const { return detail::view(h_); }
 
 void PrimalDual::addEdge(EdgeKey j, std::span<const Real> pub) {
+  if (pub.size() != static_cast<std::size_t>(h_.size()))
+    throw ProtocolError(name_ + ": neighbour public state has wrong dimension");
+  adoptEdge(j, Vec(Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()))));
+}
+
+void PrimalDual::adoptEdge(EdgeKey j, Vec&& pub) {
   // An overwrite would leave the old e_ij inside d_i and break sum_i d_i = 0.
   if (edges_.count(j.id))
     throw ProtocolError(name_ + ": an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
-  if (pub.size() != static_cast<std::size_t>(h_.size()))
-    throw ProtocolError(name_ + ": neighbour public state has wrong dimension");
+  if (pub.size() != h_.size()) throw ProtocolError(name_ + ": neighbour public state has wrong dimension");
   Edge e;
   e.incarnation = j.incarnation;
-  e.h = Eigen::Map<const Vec>(pub.data(), static_cast<Eigen::Index>(pub.size()));
+  e.h = std::move(pub);
   e.e = Vec::Zero(h_.size());
   edges_[j.id] = std::move(e);
 }

@@ -41,6 +41,7 @@ class PrimalDual final : public Algorithm {
   void apply(Round t, std::span<const Incoming> msgs, const topology::MixingRow& row) override;
   std::span<const Real> publicState() const override;
   void addEdge(EdgeKey j, std::span<const Real> neighbourPublic) override;
+  void adoptEdge(EdgeKey j, Vec&& neighbourPublic) override;
   void dropEdge(EdgeKey j) override;
   std::vector<EdgeKey> edges() const override;
   std::size_t edgeCount() const override { return edges_.size(); }

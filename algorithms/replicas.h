@@ -21,12 +21,17 @@ using ReplicaEdges = std::map<PeerId, ReplicaEdge>;  // at most one edge per nei
 
 // Adds the edge to j from its public state. ProtocolError if an edge to j.id exists (a restarted neighbour
 // is dropped first) or the state has the wrong dimension.
-inline void addReplica(ReplicaEdges& edges, std::string_view who, EdgeKey j, std::span<const Real> pub, Eigen::Index dim) {
+// The vector becomes the replica (Algorithm::adoptEdge).
+inline void addReplica(ReplicaEdges& edges, std::string_view who, EdgeKey j, Vec&& pub, Eigen::Index dim) {
   if (edges.count(j.id))
     throw ProtocolError(std::string(who) + ": an edge to neighbour " + std::to_string(j.id) + " already exists (drop it first)");
+  if (pub.size() != dim) throw ProtocolError(std::string(who) + ": neighbour public state has wrong dimension");
+  edges[j.id] = ReplicaEdge{j.incarnation, std::move(pub)};
+}
+inline void addReplica(ReplicaEdges& edges, std::string_view who, EdgeKey j, std::span<const Real> pub, Eigen::Index dim) {
   if (pub.size() != static_cast<std::size_t>(dim))
     throw ProtocolError(std::string(who) + ": neighbour public state has wrong dimension");
-  edges[j.id] = ReplicaEdge{j.incarnation, Eigen::Map<const Vec>(pub.data(), dim)};
+  addReplica(edges, who, j, Vec(Eigen::Map<const Vec>(pub.data(), dim)), dim);
 }
 
 // sum = sum_j w_ij hat_j over the row's neighbours (each must have an edge); returns sum_j w_ij.

@@ -16,8 +16,6 @@
 // the same pair is refused.
 //
 // Not thread-safe: the engine's thread, as the rest of LinkedEngine.
-#include <cmath>
-
 #include "core/serial.h"
 #include "engine/linked_engine.h"
 
@@ -101,8 +99,6 @@ void LinkedEngine::receiveEdgePart(const FrameHeader& h, const Bytes& payload, L
   if (!l || !l->scheduled || life != l->life || h.round != l->start) return reject("unwanted_edge");
   if (!l->edgeFetch) return ++stats_.duplicates, void();  // the edge is open: a chunk asked twice
   if (dim != l->edgeFetch->dim()) return reject("wrong_dimension");
-  for (Real v : values)
-    if (!std::isfinite(v)) return reject("non_finite");
   const std::size_t had = l->edgeFetch->valuesHave();
   if (auto why = l->edgeFetch->place(h.sender, h.round, at, values, nowMs_)) return reject(*why);
   if (l->edgeFetch->valuesHave() > had) ++stats_.edge_parts_taken;

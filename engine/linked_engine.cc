@@ -493,7 +493,7 @@ topology::MixingRow LinkedEngine::linkedRow(Round t) {
       if (!l.scheduled || !activeAt(l.start, l.end, t)) continue;
       if (!l.open) {
         GOSSIP_CHECK(l.start == t && l.edgeFetch && l.edgeFetch->complete(), "edge to ", j, " is not open in round ", t);
-        algo.addEdge({j, l.incarnation}, std::span<const Real>(l.edgeFetch->values()));
+        algo.adoptEdge({j, l.incarnation}, std::move(l.edgeFetch->values()));  // the assembled vector, not a copy
         l.edgeFetch.reset();
         l.open = true;
       }

@@ -9,7 +9,7 @@
 namespace gossip::engine {
 
 StateFetch::StateFetch(std::size_t dim, StateFetchOptions options, std::uint64_t nowMs)
-    : opt_(options), values_(dim), lastProgressMs_(nowMs) {
+    : opt_(options), values_(static_cast<Eigen::Index>(dim)), lastProgressMs_(nowMs) {
   GOSSIP_CHECK(opt_.chunk_values > 0 && opt_.request_chunks > 0 && opt_.window_chunks >= opt_.request_chunks,
                "state fetch options");
   // A model of dimension 0 still has one (empty) chunk: its answer tells the round.
@@ -21,7 +21,7 @@ StateFetch::StateFetch(std::size_t dim, StateFetchOptions options, std::uint64_t
 
 std::size_t StateFetch::chunkLength(std::size_t k) const {
   const std::size_t at = k * opt_.chunk_values;
-  return at >= values_.size() ? 0 : std::min(opt_.chunk_values, values_.size() - at);
+  return at >= dim() ? 0 : std::min(opt_.chunk_values, dim() - at);
 }
 
 StateFetch::Source* StateFetch::source(PeerId id) {
@@ -48,7 +48,7 @@ std::optional<std::string> StateFetch::place(PeerId from, Round round, std::uint
   Source* s = source(from);
   if (!s) return "unrequested_state";
   // Chunks lie on this node's grid: a chunk that starts elsewhere or has another length was not asked for.
-  if (at % opt_.chunk_values != 0 || (at >= values_.size() && !(at == 0 && values_.empty())))
+  if (at % opt_.chunk_values != 0 || (at >= dim() && !(at == 0 && dim() == 0)))
     return "bad_state_chunk";
   const std::size_t k = chunkOf(at);
   if (values.size() != chunkLength(k)) return "bad_state_chunk";
@@ -96,7 +96,7 @@ void StateFetch::due(std::uint64_t nowMs, std::vector<StateAsk>& out) {
       if (s.inFlight == 0) s.heardMs = nowMs;  // its silence counts from now, not from its last answer
       s.inFlight += end - cursor_;
       const std::uint64_t at = cursor_ * opt_.chunk_values;
-      const std::uint64_t stop = std::min<std::uint64_t>(end * opt_.chunk_values, values_.size());
+      const std::uint64_t stop = std::min<std::uint64_t>(end * opt_.chunk_values, dim());
       out.push_back(StateAsk{.to = s.id, .at = at, .count = stop - std::min(at, stop), .chunk = opt_.chunk_values});
       cursor_ = end;
       gave = true;

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "core/bytes.h"
 #include "core/real.h"
 #include "core/types.h"
@@ -62,7 +64,7 @@ class StateFetch {
  public:
   StateFetch(std::size_t dim, StateFetchOptions options, std::uint64_t nowMs);
 
-  std::size_t dim() const { return values_.size(); }
+  std::size_t dim() const { return static_cast<std::size_t>(values_.size()); }
   // Adds neighbours to fetch from (one already known is left as it is).
   void addSources(std::span<const PeerId> sources, std::uint64_t nowMs);
   bool isSource(PeerId id) const;
@@ -75,7 +77,9 @@ class StateFetch {
 
   bool complete() const { return missing_ == 0; }
   Round round() const { return round_; }  // highest round of any chunk taken
-  std::vector<Real>& values() { return values_; }
+  // The assembled values (an Eigen vector, the algorithms' Vec: a completed edge state is moved into the
+  // algorithm, not copied). Not zeroed: a value is defined once its chunk is placed.
+  Eigen::Matrix<Real, Eigen::Dynamic, 1>& values() { return values_; }
   std::size_t valuesHave() const { return valuesHave_; }
   std::size_t sourcesServing() const;                    // sources that sent at least one chunk
   std::uint64_t lastProgressMs() const { return lastProgressMs_; }  // start, or the last chunk taken
@@ -96,7 +100,7 @@ class StateFetch {
   void release(std::size_t source, std::uint64_t nowMs, std::uint64_t pauseMs);
 
   StateFetchOptions opt_;
-  std::vector<Real> values_;
+  Eigen::Matrix<Real, Eigen::Dynamic, 1> values_;
   std::vector<bool> have_;              // by chunk
   std::vector<std::uint32_t> owner_;    // by chunk: index into sources_ of the source asked for it, or kNone
   std::vector<Source> sources_;

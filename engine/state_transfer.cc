@@ -118,7 +118,7 @@ void NodeEngine::receiveStateChunk(const FrameHeader& h, const Bytes& payload) {
   if (auto why = fetch_->place(h.sender, h.round, at, values, nowMs_)) return reject(*why);
   if (!fetch_->complete()) return pumpStateFetch();  // the source's window has room again
   auto& mine = node_->algorithm().x();
-  mine = Eigen::Map<const training::Vec>(fetch_->values().data(), static_cast<Eigen::Index>(fetch_->dim()));
+  mine = fetch_->values();
   stateRound_ = fetch_->round();
   ++stats_.states_received;
   fetch_.reset();
