@@ -28,7 +28,7 @@ constexpr std::size_t kMaxAsksWaiting = 16;
 
 void LinkedEngine::startEdgeFetch(PeerId j, Link& l) {
   const auto dim = static_cast<std::size_t>(node_->algorithm().x().size());
-  l.edgeFetch.emplace(dim, stateFetchOptions(), nowMs_);
+  l.edgeFetch.emplace(dim, linkOpts_.edge_fetch, nowMs_);
   const PeerId from[] = {j};
   l.edgeFetch->addSources(from, nowMs_);
   pumpEdgeFetch(j, l);

@@ -152,7 +152,6 @@ class NodeEngine {
   // returns a copy of the encoded header when `keepHeader` (a frame kept for retransmission).
   Bytes sendFrame(PeerId to, FrameHeader h, SharedBytes payload, bool keepHeader = false);
   void sendState(const StateAsk& ask, Round round);  // the asked part of our model, continuing at `round`
-  const StateFetchOptions& stateFetchOptions() const { return fetchOpts_; }  // also the edge set-up's chunks
   static Bytes realsPayload(std::span<const Real> v);
 
   PeerId self_;

@@ -330,10 +330,11 @@ void Harness::add(PeerId id, Incarnation inc) {
   n.transport = std::make_unique<HarnessTransport>(*this, id);
   n.engine = std::make_unique<LinkedEngine>(id, inc, std::make_unique<algo::Node>(id, std::move(a), std::move(est), sched),
                                             *n.transport,
-                                            LinkOptions{.topology = topo_, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5});
-  // Edge set-up in several chunks of a few values, pulled in small windows, so that lost asks and parts
-  // leave holes that the fetch must ask for again (engine/edge_fetch.cc).
-  n.engine->setStateFetch({.chunk_values = 3, .request_chunks = 2, .window_chunks = 4, .silence_ms = 60, .first_silence_ms = 40});
+                                            // Edge set-up in several chunks of a few values, pulled in small windows, so that
+                                            // lost asks and parts leave holes the fetch must ask for again (engine/edge_fetch.cc).
+                                            LinkOptions{.topology = topo_, .retransmit_ms = 20, .hello_timeout_ms = 50, .hello_retry_ms = 5,
+                                                        .edge_fetch = {.chunk_values = 3, .request_chunks = 2, .window_chunks = 4,
+                                                                       .silence_ms = 60, .first_silence_ms = 40}});
   n.driver = std::make_unique<RoundDriver>(
       *n.engine, RoundDriverOptions{.rounds = o_.target, .barrier = StartBarrier::EveryRound});
   inbox_[id];

@@ -40,6 +40,7 @@ struct Net {
   std::map<PeerId, Incarnation> incarnations;
   topology::TopologyParams topo;
   std::uint64_t minRate = 1250;  // LinkOptions::retransmit_min_bytes_per_ms of nodes added from now on
+  StateFetchOptions edgeFetch;    // LinkOptions::edge_fetch of nodes added from now on
 
   Net(Problem& problem, std::string algo) : p(problem), algorithm(std::move(algo)) { topo.kind = topology::Kind::Ring; }
 
@@ -54,7 +55,7 @@ struct Net {
     auto node = makeNode(id, inc);
     auto e = std::make_unique<LinkedEngine>(id, inc, std::move(node), *transports[id],
                                             LinkOptions{.topology = topo, .retransmit_ms = 20, .retransmit_min_bytes_per_ms = minRate,
-                                                        .hello_timeout_ms = 50, .hello_retry_ms = 5});
+                                                        .hello_timeout_ms = 50, .hello_retry_ms = 5, .edge_fetch = edgeFetch});
     drivers[id] = std::make_unique<RoundDriver>(*e, RoundDriverOptions{.barrier = StartBarrier::EveryRound});
     return *(engines[id] = std::move(e));
   }
@@ -203,9 +204,8 @@ TEST_CASE("linked mode: an edge's public state comes in chunks - lost ones are a
                                             : compress::CompressorSpec{.name = "topk", .ratio = 0.3});
       const auto want = runSync(p, algorithm, 6, 20);
       Net n(p, algorithm);
-      for (PeerId i = 0; i < 6; ++i)
-        n.add(i, 0).setStateFetch({.chunk_values = 2, .request_chunks = 2, .window_chunks = 4, .silence_ms = 30, .first_silence_ms = 20});
-      for (auto& [id, e] : n.engines) e->setMembers(n.view(), 0, 0);
+      n.edgeFetch = {.chunk_values = 2, .request_chunks = 2, .window_chunks = 4, .silence_ms = 30, .first_silence_ms = 20};
+      startLinked(n, 6);
       Rng drops(3);
       if (drop > 0) n.net.setDropRule([&](PeerId, PeerId) { return drops.uniform() < drop; });
       Rng rng(5);
