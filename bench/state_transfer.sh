@@ -11,6 +11,10 @@
 #                measure builds before the fetch line existed can be compared on
 #   bound_s      1.2 * model bytes / RATE + 5 s (the issue's target)
 #   mb_per_s     model bytes / transfer_s
+#   first_mix_s  replica methods (ALGO=choco): from "state transfer done" to the joiner's first mixed round
+#                (its "round N mixed" debug line). Its edges must be set up first: each end pulls the other's
+#                public state, a model's worth per edge and direction (engine/edge_fetch.cc), so the joiner
+#                downloads SOURCES models and uploads as many; edges_ideal_s is that at RATE.
 # Also what the joiner logged instead, when it did not finish ("no state transfer within 5 s", or training
 # from round 0 after its rejoins), and the suspicions and rejoins the transfer caused.
 #   sudo bench/state_transfer.sh GOSSIPD OUT.json     env DIM (25000000) RATE (100mbit) SOURCES (2) ALGO (deepsqueeze)
@@ -26,7 +30,7 @@ netns_require
 DIM=${DIM:-25000000}
 RATE=${RATE:-100mbit}
 SOURCES=${SOURCES:-2}
-ALGO=${ALGO:-deepsqueeze}  # or choco (a replica method: its edges' public states follow the model, one EdgeOpen each way)
+ALGO=${ALGO:-deepsqueeze}  # or choco (a replica method: its edges' public states follow the model, a model's worth each way)
 N=$((SOURCES + 1))
 WORK=$(mktemp -d /tmp/gossipd-st.XXXXXX)
 PIDS=()
@@ -63,10 +67,14 @@ wait_until() {  # SECONDS WHAT CMD...
 trains() { local i; for ((i = 0; i < SOURCES; i++)); do [ "$(round_of $i)" -ge 3 ] || return 1; done; }
 for ((i = 0; i < SOURCES; i++)); do netns_start_gossipd $i "${SETS[@]}"; done
 wait_until 600 "the $SOURCES sources to pass round 3" trains
-netns_start_gossipd $SOURCES "${SETS[@]}"
+netns_start_gossipd $SOURCES "${SETS[@]}" --set node.log_levels=node=debug  # "round N mixed" lines
 J=$WORK/node-$SOURCES/log
 ended() { grep -sqE "state transfer done|no state transfer within|kept its own checkpoint|training from round" "$J"; }
 wait_until 900 "the joiner to end its state transfer" ended
+if [ "$ALGO" != deepsqueeze ] && grep -q "state transfer done" "$J"; then
+  mixed() { grep -sqE "round [0-9]+ mixed" "$J"; }
+  wait_until 900 "the joiner's first mixed round (its edges set up)" mixed
+fi
 /usr/bin/python3 - "$J" "$OUT" "$DIM" "$RATE" "$SOURCES" "$WORK" "$ALGO" "${SOURCE_RATE:-}" "${RATIO:-0.01}" <<'PY'
 import datetime, json, re, sys
 log, out, dim, rate, sources, work, algo = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), sys.argv[6], sys.argv[7]
@@ -83,6 +91,7 @@ t0, _ = at(r"fetching the current model")
 tl, _ = at(r"listening on")
 t1, done = at(r"state transfer done")
 _, other = at(r"no state transfer within|kept its own checkpoint")
+tm, _ = at(r"round [0-9]+ mixed")
 units = {"kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8}
 def per_s(r):
     m = re.fullmatch(r"([0-9.]+)([kmg]bit)", r)
@@ -99,6 +108,10 @@ if t0 and t1:
     res.update(transfer_s=round(s, 2), mb_per_s=round(model / 1e6 / s, 2), within_bound=s <= res["bound_s"])
 else:
     res.update(transfer_s=None)
+if algo != "deepsqueeze":
+    res["edges_ideal_s"] = round(sources * model / bps, 2)
+    if t1 and tm:
+        res["first_mix_s"] = round((tm - t1).total_seconds(), 2)
 if not t1:
     te, end = at(r"training from round")
     res["outcome"] = other or end or "no end line"

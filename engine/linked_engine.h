@@ -50,11 +50,11 @@ struct LinkOptions {
   std::uint64_t retransmit_min_bytes_per_ms = 1250;
   std::uint64_t hello_timeout_ms = 1000;  // a proposal unanswered this long is cancelled and retried
   std::uint64_t hello_retry_ms = 100;  // a declined (or cancelled) proposal is retried after this long
-  // The pull of a new edge's public state (engine/edge_fetch.cc): a state transfer's chunks and windows
-  // (512 KiB, 16 MiB in flight). Each window costs a round trip through both ends' engine threads, and a
-  // sender busy in its round's compute answers only after it: at 100M parameters on loopback, during the
-  // first rounds' compute, a 400 MB edge state took 4.9 s (docs/results.md §26). A window of 64 MiB in
-  // 4 MiB chunks was tried once and did not change the round's timeline.
+  // The pull of a new edge's public state (engine/edge_fetch.cc): a state transfer's chunks and window
+  // (512 KiB, 16 MiB in flight). Each window waits for both ends' engine threads, and on a capped link the
+  // asks queue behind the other direction's chunks: at 25M parameters over 100 Mbit/s the set-up took
+  // 1.25-1.9x as long as the push it replaced (docs/results.md §26). A 64 MiB window and 10 s silences
+  // were each tried once and did not help.
   StateFetchOptions edge_fetch;
 };
 
