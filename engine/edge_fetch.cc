@@ -41,9 +41,7 @@ void LinkedEngine::pumpEdgeFetch(PeerId j, Link& l) {
     Bytes b;
     ByteWriter w(b);
     w.put(l.life);
-    w.put(a.at);
-    w.put(a.count);
-    w.put(a.chunk);
+    putAsk(w, a);
     sendControl(j, FrameKind::EdgeAsk, l.start, std::move(b));
     ++stats_.edge_asks_sent;
   }
@@ -52,10 +50,7 @@ void LinkedEngine::pumpEdgeFetch(PeerId j, Link& l) {
 void LinkedEngine::receiveEdgeAsk(const FrameHeader& h, const Bytes& payload, Link* l) {
   ByteReader r(payload, "edge ask");
   const auto life = r.get<std::uint64_t>();
-  StateAsk a{.to = h.sender};
-  a.at = r.get<std::uint64_t>();
-  a.count = r.get<std::uint64_t>();
-  a.chunk = r.get<std::uint64_t>();
+  const StateAsk a = getAsk(r, h.sender);
   r.expectEnd();
   if (!askInBounds(a, static_cast<std::uint64_t>(node_->algorithm().x().size()))) return reject("bad_edge_ask");
   if (!l || !l->scheduled || life != l->life || h.round != l->start) {

@@ -57,6 +57,9 @@ struct StateAsk {
 // what a sender serves: chunks of at most 4M values (16 MiB of float32), at most 64 of them per request, so
 // that one request can make the sender queue only a bounded amount (engine/state_transfer.cc).
 bool askInBounds(const StateAsk& ask, std::uint64_t dim);
+// An ask's range on the wire: u64 first value | u64 count | u64 values per chunk (`to` is the frame's peer).
+void putAsk(ByteWriter& w, const StateAsk& ask);
+StateAsk getAsk(ByteReader& r, PeerId from);
 // Writes one chunk, values [at, at + n) of `all`: u64 dimension | u64 at | array<Real>.
 void putChunk(ByteWriter& w, std::span<const Real> all, std::uint64_t at, std::size_t n);
 

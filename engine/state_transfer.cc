@@ -29,6 +29,20 @@ bool askInBounds(const StateAsk& a, std::uint64_t dim) {
          (a.count + a.chunk - 1) / a.chunk <= kMaxChunksPerRequest;
 }
 
+void putAsk(ByteWriter& w, const StateAsk& a) {
+  w.put(a.at);
+  w.put(a.count);
+  w.put(a.chunk);
+}
+
+StateAsk getAsk(ByteReader& r, PeerId from) {
+  StateAsk a{.to = from};
+  a.at = r.get<std::uint64_t>();
+  a.count = r.get<std::uint64_t>();
+  a.chunk = r.get<std::uint64_t>();
+  return a;
+}
+
 void putChunk(ByteWriter& w, std::span<const Real> all, std::uint64_t at, std::size_t n) {
   w.put(static_cast<std::uint64_t>(all.size()));
   w.put(at);
@@ -70,19 +84,14 @@ void NodeEngine::pumpStateFetch() {
   for (const StateAsk& a : asks_) {
     Bytes b;
     ByteWriter w(b);
-    w.put(a.at);
-    w.put(a.count);
-    w.put(a.chunk);
+    putAsk(w, a);
     sendControl(a.to, FrameKind::StateRequest, fetchRound_, std::move(b));
   }
 }
 
 void NodeEngine::receiveStateRequest(const FrameHeader& h, const Bytes& payload) {
   ByteReader r(payload, "state request");
-  StateAsk a{.to = h.sender};
-  a.at = r.get<std::uint64_t>();
-  a.count = r.get<std::uint64_t>();
-  a.chunk = r.get<std::uint64_t>();
+  const StateAsk a = getAsk(r, h.sender);
   r.expectEnd();
   const auto dim = static_cast<std::uint64_t>(node_->algorithm().x().size());
   if (!askInBounds(a, dim)) return reject("bad_state_request");
