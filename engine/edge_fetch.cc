@@ -74,13 +74,16 @@ void LinkedEngine::receiveEdgeAsk(const FrameHeader& h, const Bytes& payload, Li
 
 void LinkedEngine::serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const std::vector<Real>& pub,
                                 const StateAsk& a) {
+  if (!askInBounds(a, pub.size())) return reject("bad_edge_ask");  // the parts are cut from `pub` itself
+  // An ask for nothing (a model of dimension 0: one empty chunk) still gets its one empty part.
   const std::uint64_t end = a.at + a.count;
-  for (std::uint64_t at = a.at; at < end; at += a.chunk) {
+  for (std::uint64_t at = a.at; at < end || (at == a.at && a.count == 0); at += a.chunk) {
     Bytes b;
     ByteWriter w(b);
     w.put(life);
     putChunk(w, pub, at, static_cast<std::size_t>(std::min(a.chunk, end - at)));
     sendControl(j, FrameKind::EdgePart, start, std::move(b));
+    if (a.count == 0) break;
   }
 }
 

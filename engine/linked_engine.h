@@ -8,8 +8,8 @@
 //  - Each end needs the other's public state as of the start of round s (a model's worth: CHOCO's x_hat,
 //    LEAD's h). From the agreement on, each end pulls it from the other in chunks (EdgeAsk, EdgePart:
 //    engine/edge_fetch.cc); the sender captures it when it begins round s and serves it until the peer
-//    acknowledges round s. The edge is created in the algorithm (addEdge) just before round s is mixed,
-//    when every chunk has arrived.
+//    acknowledges round s. The edge is created in the algorithm (adoptEdge, which takes the assembled
+//    vector) just before round s is mixed, when every chunk has arrived.
 //  - A live edge that a new view no longer wants is closed with EdgeClose(end): the sender has sent its
 //    frames up to round end-1 and mixes them; the receiver mixes up to end-1 too and then drops it.
 //  - One pair of (id, incarnation) ends can have several edges one after the other (closed, proposed
@@ -127,13 +127,13 @@ class LinkedEngine final : public NodeEngine {
     Round start = 0;
     Round end = kNoRound;           // first round not mixed
     // Receiving end: the peer's public state as of round `start`, pulled in chunks from the agreement until
-    // the edge opens (addEdge reads it in place). A lost chunk is asked again; what arrived is kept.
+    // the edge opens (adoptEdge takes the vector). A lost chunk is asked again; what arrived is kept.
     std::optional<StateFetch> edgeFetch;
-    // Sending end: our public state as of round `start` (u64 count | values), captured when that round
+    // Sending end: our public state as of round `start`, captured when that round
     // begins and served to the peer's asks until the peer acknowledges round `start` (it opened the edge).
     std::shared_ptr<const std::vector<Real>> myPublic;
     std::vector<StateAsk> asksWaiting;  // the peer's asks that came before round `start` began
-    bool open = false;              // addEdge done
+    bool open = false;              // adoptEdge done
     Round acked = kNoRound;         // highest round the peer acknowledged (kNoRound: none)
     std::vector<Sent> unacked;
     std::uint64_t lastSendMs = 0;

@@ -269,8 +269,9 @@ void NodeRuntime::Impl::checkClusterFile() {
     held += "node.id=" + std::to_string(id) + "\n";  // written before the line existed (this session)
   if (held == mine) return;
   // The wire protocol's versions are in the identity because nodes of two versions cannot talk, but nothing
-  // the directory holds depends on them: a directory of an earlier gossipd is taken over, not refused (a
-  // whole cluster upgraded at once would otherwise have to delete every node's file or start anew).
+  // the directory holds depends on them: a directory of another gossipd version (an earlier one, on an
+  // upgrade) is taken over, not refused (a whole cluster upgraded at once would otherwise have to delete
+  // every node's file or start anew).
   if (withoutWireVersions(held) == withoutWireVersions(mine)) {
     nodeLog->info("node.data_dir '{}' was written by another version of the wire protocol ({}); its run goes on here",
                   dir.string(), describeIdentityDifference(mine, held, "now", "before"));
