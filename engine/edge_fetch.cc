@@ -90,15 +90,13 @@ void LinkedEngine::serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const
 void LinkedEngine::receiveEdgePart(const FrameHeader& h, const Bytes& payload, Link* l) {
   ByteReader r(payload, "edge part");
   const auto life = r.get<std::uint64_t>();
-  const auto dim = r.get<std::uint64_t>();
-  const auto at = r.get<std::uint64_t>();
-  const auto values = serial::getArray<Real>(r);
+  const Chunk c = getChunk(r);
   r.expectEnd();
   if (!l || !l->scheduled || life != l->life || h.round != l->start) return reject("unwanted_edge");
   if (!l->edgeFetch) return ++stats_.duplicates, void();  // the edge is open: a chunk asked twice
-  if (dim != l->edgeFetch->dim()) return reject("wrong_dimension");
+  if (c.dim != l->edgeFetch->dim()) return reject("wrong_dimension");
   const std::size_t had = l->edgeFetch->valuesHave();
-  if (auto why = l->edgeFetch->place(h.sender, h.round, at, values, nowMs_)) return reject(*why);
+  if (auto why = l->edgeFetch->place(h.sender, h.round, c.at, c.values, nowMs_)) return reject(*why);
   if (l->edgeFetch->valuesHave() > had) ++stats_.edge_parts_taken;
   if (!l->edgeFetch->complete()) pumpEdgeFetch(h.sender, *l);  // the window has room again
 }

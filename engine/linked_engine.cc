@@ -438,16 +438,16 @@ bool LinkedEngine::acceptModel(const FrameHeader& h, Round current) {
 }
 
 void LinkedEngine::beforeLocalWork(Round t) {
-  roundPublic_.reset();
   if (stateless_) return;
   const bool starts = std::any_of(links_.begin(), links_.end(),
                                   [&](const auto& kv) { return kv.second.scheduled && kv.second.start == t; });
   if (!starts) return;
   const std::span<const Real> pub = node_->algorithm().publicState();
-  roundPublic_ = std::make_shared<const std::vector<Real>>(pub.begin(), pub.end());
+  // One copy for every edge starting at t, held by those links (engine/edge_fetch.cc).
+  const auto captured = std::make_shared<const std::vector<Real>>(pub.begin(), pub.end());
   for (auto& [j, l] : links_) {
     if (!l.scheduled || l.start != t) continue;
-    l.myPublic = roundPublic_;  // served to j's asks (engine/edge_fetch.cc) until j acknowledges round t
+    l.myPublic = captured;  // served to j's asks (engine/edge_fetch.cc) until j acknowledges round t
     for (const StateAsk& a : l.asksWaiting) serveEdgeAsk(j, l.life, l.start, *l.myPublic, a);
     l.asksWaiting.clear();
   }
@@ -509,7 +509,6 @@ topology::MixingRow LinkedEngine::linkedRow(Round t) {
 
 void LinkedEngine::afterMix(Round t) {
   inRound_ = false;
-  roundPublic_.reset();
   for (const StateAsk& a : stateWanted_) sendState(a, nextRound());
   stateWanted_.clear();
   if (stateless_) return;

@@ -203,7 +203,6 @@ class LinkedEngine final : public NodeEngine {
   // and our rounds do not wait for theirs (each round waited a whole deadline for the joiner).
   std::map<PeerId, Incarnation> fetching_;
   std::optional<FrameHeader> roundHeader_;  // stateless: the model frame's header of the round begun last
-  std::shared_ptr<const std::vector<Real>> roundPublic_;  // our public state as of the round begun last (if any edge starts)
   bool inRound_ = false;                    // between beginRound and the end of endRound
   bool holdEdges_ = false;
   bool graphFallback_ = false;              // the current view's graph is the fallback (view.h)

@@ -62,6 +62,13 @@ void putAsk(ByteWriter& w, const StateAsk& ask);
 StateAsk getAsk(ByteReader& r, PeerId from);
 // Writes one chunk, values [at, at + n) of `all`: u64 dimension | u64 at | array<Real>.
 void putChunk(ByteWriter& w, std::span<const Real> all, std::uint64_t at, std::size_t n);
+// Reads what putChunk wrote (DecodeError on a short or malformed chunk).
+struct Chunk {
+  std::uint64_t dim = 0;
+  std::uint64_t at = 0;
+  std::vector<Real> values;
+};
+Chunk getChunk(ByteReader& r);
 
 class StateFetch {
  public:

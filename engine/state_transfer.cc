@@ -49,6 +49,14 @@ void putChunk(ByteWriter& w, std::span<const Real> all, std::uint64_t at, std::s
   serial::putArray(w, all.subspan(static_cast<std::size_t>(at), n));
 }
 
+Chunk getChunk(ByteReader& r) {
+  Chunk c;
+  c.dim = r.get<std::uint64_t>();
+  c.at = r.get<std::uint64_t>();
+  c.values = serial::getArray<Real>(r);
+  return c;
+}
+
 void NodeEngine::setStateFetch(StateFetchOptions options) { fetchOpts_ = options; }
 
 void NodeEngine::requestState(std::span<const PeerId> from, Round round) {
@@ -119,12 +127,10 @@ void NodeEngine::receiveStateChunk(const FrameHeader& h, const Bytes& payload) {
   // A model replaces ours only when we asked for it, and only once.
   if (!fetch_) return reject("unrequested_state");
   ByteReader r(payload, "state payload");
-  const auto dim = r.get<std::uint64_t>();
-  const auto at = r.get<std::uint64_t>();
-  const auto values = serial::getArray<Real>(r);
+  const Chunk c = getChunk(r);
   r.expectEnd();
-  if (dim != fetch_->dim()) return reject("wrong_dimension");
-  if (auto why = fetch_->place(h.sender, h.round, at, values, nowMs_)) return reject(*why);
+  if (c.dim != fetch_->dim()) return reject("wrong_dimension");
+  if (auto why = fetch_->place(h.sender, h.round, c.at, c.values, nowMs_)) return reject(*why);
   if (!fetch_->complete()) return pumpStateFetch();  // the source's window has room again
   auto& mine = node_->algorithm().x();
   mine = fetch_->values();
