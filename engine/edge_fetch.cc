@@ -58,10 +58,10 @@ void LinkedEngine::receiveEdgeAsk(const FrameHeader& h, const Bytes& payload, Li
     const auto c = closed_.find(h.sender);
     if (c != closed_.end() && c->second.incarnation == h.incarnation && c->second.life == life &&
         c->second.start == h.round && c->second.myPublic)
-      return serveEdgeAsk(h.sender, life, h.round, *c->second.myPublic, a);
+      return serveEdgeAsk(h.sender, life, h.round, *c->second.myPublic, c->second.partsQueued, a);
     return reject("unwanted_edge");
   }
-  if (l->myPublic) return serveEdgeAsk(h.sender, l->life, l->start, *l->myPublic, a);
+  if (l->myPublic) return serveEdgeAsk(h.sender, l->life, l->start, *l->myPublic, l->partsQueued, a);
   // Round s began and the state was let go: the peer acknowledged round s, so this ask is a late copy.
   if (begun_ && *begun_ >= l->start) return ++stats_.duplicates, void();
   const bool again = std::any_of(l->asksWaiting.begin(), l->asksWaiting.end(), [&](const StateAsk& w) {
@@ -73,16 +73,25 @@ void LinkedEngine::receiveEdgeAsk(const FrameHeader& h, const Bytes& payload, Li
 }
 
 void LinkedEngine::serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const std::vector<Real>& pub,
-                                const StateAsk& a) {
+                                PartsQueued& queued, const StateAsk& a) {
   if (!askInBounds(a, pub.size())) return reject("bad_edge_ask");  // the parts are cut from `pub` itself
   // An ask for nothing (a model of dimension 0: one empty chunk) still gets its one empty part.
   const std::uint64_t end = a.at + a.count;
   for (std::uint64_t at = a.at; at < end || (at == a.at && a.count == 0); at += a.chunk) {
+    // Asked again while the transport still holds the part: it is queued, not lost. Serving it again
+    // would queue a second copy behind the first, and on a capped link the receiver's silences then
+    // re-asked faster than the queue drained (docs/results.md §27).
+    std::weak_ptr<const Bytes>& sent = queued[at];
+    if (!sent.expired()) {
+      ++stats_.edge_parts_still_queued;
+      if (a.count == 0) break;
+      continue;
+    }
     Bytes b;
     ByteWriter w(b);
     w.put(life);
     putChunk(w, pub, at, static_cast<std::size_t>(std::min(a.chunk, end - at)));
-    sendControl(j, FrameKind::EdgePart, start, std::move(b));
+    sent = sendControl(j, FrameKind::EdgePart, start, std::move(b));
     if (a.count == 0) break;
   }
 }

@@ -290,6 +290,7 @@ void LinkedEngine::retire(PeerId id, Link& l) {
   c.start = l.start;
   c.end = l.end;
   c.myPublic = l.end > l.start ? std::move(l.myPublic) : nullptr;  // rounds of it were mixed: the peer may need it
+  c.partsQueued = c.myPublic ? std::move(l.partsQueued) : PartsQueued{};
   c.unacked = std::move(l.unacked);
   std::erase_if(c.unacked, [&](const Sent& s) { return s.round >= c.end; });  // never mixed: not needed
   c.lastSendMs = l.lastSendMs;
@@ -333,7 +334,8 @@ void LinkedEngine::protocolControl(const FrameHeader& h, const SharedBytes& shar
           }
           return sendClose(j, 0, proposal);
         }
-        return sendControl(j, FrameKind::EdgeHello, l->start, u64Payload(proposal));
+        sendControl(j, FrameKind::EdgeHello, l->start, u64Payload(proposal));
+        return;
       }
       // An answer to our proposal: valid only for the outstanding one.
       if (!l || l->scheduled || l->proposal != proposal) return reject("stale_answer");
@@ -377,12 +379,18 @@ void LinkedEngine::protocolControl(const FrameHeader& h, const SharedBytes& shar
       auto c = closed_.find(j);
       if (c != closed_.end() && c->second.incarnation == h.incarnation) {
         std::erase_if(c->second.unacked, [&](const Sent& s) { return s.round <= h.round; });
-        if (h.round >= c->second.start) c->second.myPublic.reset();
+        if (h.round >= c->second.start) {
+          c->second.myPublic.reset();
+          c->second.partsQueued.clear();
+        }
       }
       if (!l) return;
       if (l->acked == kNoRound || h.round > l->acked) l->acked = h.round;
       std::erase_if(l->unacked, [&](const Sent& s) { return s.round <= l->acked; });
-      if (l->scheduled && l->acked >= l->start) l->myPublic.reset();  // the peer has opened the edge
+      if (l->scheduled && l->acked >= l->start) {  // the peer has opened the edge
+        l->myPublic.reset();
+        l->partsQueued.clear();
+      }
       return;
     }
     default:
@@ -448,7 +456,7 @@ void LinkedEngine::beforeLocalWork(Round t) {
   for (auto& [j, l] : links_) {
     if (!l.scheduled || l.start != t) continue;
     l.myPublic = captured;  // served to j's asks (engine/edge_fetch.cc) until j acknowledges round t
-    for (const StateAsk& a : l.asksWaiting) serveEdgeAsk(j, l.life, l.start, *l.myPublic, a);
+    for (const StateAsk& a : l.asksWaiting) serveEdgeAsk(j, l.life, l.start, *l.myPublic, l.partsQueued, a);
     l.asksWaiting.clear();
   }
 }

@@ -35,6 +35,7 @@
 // Not thread-safe: one thread drives one engine.
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/node_engine.h"
@@ -108,6 +109,10 @@ class LinkedEngine final : public NodeEngine {
   std::size_t unackedFrames() const;
 
  private:
+  // Sending end of an edge set-up: each part of the public state handed to the transport, by its first
+  // value index, held weakly. While the transport still holds the part's payload (queued behind other
+  // frames, or in libzmq's pipe), the part is on its way: a repeated ask for it is not served again.
+  using PartsQueued = std::unordered_map<std::uint64_t, std::weak_ptr<const Bytes>>;
   struct Sent {  // a frame kept until the peer acknowledges its round (replica methods)
     Round round;
     Bytes header;
@@ -132,6 +137,7 @@ class LinkedEngine final : public NodeEngine {
     // Sending end: our public state as of round `start`, captured when that round
     // begins and served to the peer's asks until the peer acknowledges round `start` (it opened the edge).
     std::shared_ptr<const std::vector<Real>> myPublic;
+    PartsQueued partsQueued;            // parts of it the transport still holds (engine/edge_fetch.cc)
     std::vector<StateAsk> asksWaiting;  // the peer's asks that came before round `start` began
     bool open = false;              // adoptEdge done
     Round acked = kNoRound;         // highest round the peer acknowledged (kNoRound: none)
@@ -149,6 +155,7 @@ class LinkedEngine final : public NodeEngine {
     // at our end before the peer has mixed its rounds (an edge of one round), and the peer cannot mix them
     // without it. Let go when the peer acknowledges round `start`.
     std::shared_ptr<const std::vector<Real>> myPublic;
+    PartsQueued partsQueued;
     std::vector<Sent> unacked;
     std::uint64_t lastSendMs = 0;
   };
@@ -182,7 +189,8 @@ class LinkedEngine final : public NodeEngine {
   void receiveEdgeAsk(const FrameHeader& h, const Bytes& payload, Link* l);
   void receiveEdgePart(const FrameHeader& h, const Bytes& payload, Link* l);
   // The asked chunks of `pub`, our public state for the edge life `life` that starts at round `start`.
-  void serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const std::vector<Real>& pub, const StateAsk& a);
+  void serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const std::vector<Real>& pub, PartsQueued& queued,
+                    const StateAsk& a);
   bool isFetching(PeerId j) const;
 
   LinkOptions linkOpts_;

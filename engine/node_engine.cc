@@ -70,7 +70,7 @@ const Member* NodeEngine::member(PeerId id) const {
   return it != v.end() && it->id == id ? &*it : nullptr;
 }
 
-void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes payload) {
+SharedBytes NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes payload) {
   FrameHeader h;
   h.kind = kind;
   h.sender = self_;
@@ -78,7 +78,9 @@ void NodeEngine::sendControl(PeerId to, FrameKind kind, Round round, Bytes paylo
   h.round = round;
   h.epoch = static_cast<std::uint32_t>(vg_ ? vg_->epoch : 0);
   sealPayload(h, payload);
-  sendFrame(to, h, std::make_shared<const Bytes>(std::move(payload)));
+  auto shared = std::make_shared<const Bytes>(std::move(payload));
+  sendFrame(to, h, shared);
+  return shared;
 }
 
 Bytes NodeEngine::sendFrame(PeerId to, FrameHeader h, SharedBytes payload, bool keepHeader) {

@@ -63,6 +63,7 @@ struct EngineStats {
   std::uint64_t state_requests_declined = 0;  // asked for our model while we were fetching one ourselves
   std::uint64_t edge_asks_sent = 0;     // linked mode: asks for a new edge's public state (engine/edge_fetch.cc)
   std::uint64_t edge_parts_taken = 0;   // linked mode: chunks of it placed (duplicates not counted)
+  std::uint64_t edge_parts_still_queued = 0;  // linked mode: asked again while the transport held them, not resent
   std::uint64_t compute_ns = 0;         // wall time inside the algorithm (local steps, encode, decode, mix)
   std::map<std::string, std::uint64_t> rejected;  // by reason label
   // By the sender id a frame's (checksummed) header names, then by reason; at most 1024 senders.
@@ -147,7 +148,8 @@ class NodeEngine {
   // ---- for the protocols ----
   void reject(const std::string& reason);
   const Member* member(PeerId id) const;
-  void sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
+  // Returns the payload as handed to the transport (whoever needs to know when the transport let go of it).
+  SharedBytes sendControl(PeerId to, FrameKind kind, Round round, Bytes payload);
   // Numbers the frame on its link (the caller has sealed h's payload checksum), counts its bytes and sends it;
   // returns a copy of the encoded header when `keepHeader` (a frame kept for retransmission).
   Bytes sendFrame(PeerId to, FrameHeader h, SharedBytes payload, bool keepHeader = false);

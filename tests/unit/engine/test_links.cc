@@ -230,6 +230,30 @@ TEST_CASE("linked mode: an edge's public state comes in chunks - lost ones are a
   }
 }
 
+// A receiver whose silences are shorter than its parts take to arrive asks again for parts still on their
+// way. The sender does not queue such a part a second time while the transport holds the first (the
+// network's mailbox here; the link's queue and libzmq's pipe in the daemon): on a capped link each such
+// re-ask queued a model's worth of duplicates (docs/results.md §27).
+TEST_CASE("linked mode: a part asked again while it is still queued is not sent twice") {
+  Problem p(6, compress::CompressorSpec{.name = "topk", .ratio = 0.3});
+  const auto want = runSync(p, "choco", 6, 10);
+  Net n(p, "choco");
+  n.edgeFetch = {.chunk_values = 2, .request_chunks = 2, .window_chunks = 4, .silence_ms = 1, .first_silence_ms = 1};
+  startLinked(n, 6);
+  Rng rng(5);
+  std::uint64_t now = 0;
+  runLinked(n, rng, 10, now);
+  const auto dim = static_cast<std::uint64_t>(p.model->dim());
+  std::uint64_t stillQueued = 0;
+  for (auto& [id, e] : n.engines) {
+    CAPTURE(id);
+    CHECK(e->node().algorithm().x() == want.at(id));
+    CHECK(e->stats().edge_parts_taken == 2 * ((dim + 1) / 2));
+    stillQueued += e->stats().edge_parts_still_queued;
+  }
+  CHECK(stillQueued > 0);
+}
+
 TEST_CASE("linked mode under churn: crashes - a restart and a join seen at different times keep sum d = 0") {
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     CAPTURE(seed);
