@@ -73,10 +73,10 @@ std::optional<std::string> StateFetch::place(PeerId from, Round round, std::uint
 void StateFetch::due(std::uint64_t nowMs, std::vector<StateAsk>& out) {
   // Silent sources hand their chunks back to the others and get none for as long as they were silent:
   // first_silence_ms for one that never answered (our first requests may have come before it knew us),
-  // silence_ms for one that served and stopped; each times the source's backoff (silenceOf).
+  // silence_ms for one that served and stopped.
   for (std::size_t i = 0; i < sources_.size(); ++i) {
     Source& s = sources_[i];
-    const std::uint64_t silence = silenceOf(s);
+    const std::uint64_t silence = s.served ? opt_.silence_ms : opt_.first_silence_ms;
     if (s.inFlight > 0 && nowMs >= s.heardMs + silence) release(i, nowMs, silence);
   }
   // Free chunks to sources with room, a run of up to request_chunks at a time, round-robin over the sources.
@@ -109,7 +109,6 @@ void StateFetch::release(std::size_t i, std::uint64_t nowMs, std::uint64_t pause
     if (owner_[k] == i) owner_[k] = kNone;
   sources_[i].inFlight = 0;
   sources_[i].pausedUntil = nowMs + pauseMs;
-  sources_[i].backoff = std::min(sources_[i].backoff * 2, kMaxBackoff);
   cursor_ = 0;
 }
 

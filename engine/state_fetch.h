@@ -38,7 +38,6 @@ struct StateFetchOptions {
   std::size_t window_chunks = 32;                    // chunks in flight per source (16 MiB of float32)
   // A source with chunks in flight that sends none for this long loses them to the other sources (and to
   // itself, after as long again). It covers a sender busy in a long round: it answers between rounds.
-  // Each silence of a source doubles its next one, up to 16 times (Source::backoff).
   std::uint64_t silence_ms = 2000;
   // A source that has not answered yet loses its chunks after this long, and is asked again after as long
   // again: a joiner's first requests reach neighbours that do not know it yet (refused as from an unknown
@@ -103,17 +102,7 @@ class StateFetch {
     std::uint64_t heardMs = 0;      // last chunk from it, or when its window was last opened from empty
     std::uint64_t pausedUntil = 0;  // after a silence: not given new chunks before this
     bool served = false;
-    // Its silences are the options' times this factor, doubled by each silence up to kMaxBackoff (as TCP
-    // backs off its retransmission timer): over a capped link a silence is mostly a queue, not a loss.
-    // With a fixed silence a queued link re-asked chunks still on their way, each re-ask queued the same
-    // chunks again, and the queue grew: over 100 Mbit/s an edge set-up carried 135 duplicate chunks
-    // (70 MB), and answers came 2 to 19 s after their asks (docs/results.md §27).
-    std::uint64_t backoff = 1;
   };
-  static constexpr std::uint64_t kMaxBackoff = 16;
-  std::uint64_t silenceOf(const Source& s) const {
-    return (s.served ? opt_.silence_ms : opt_.first_silence_ms) * s.backoff;
-  }
   std::size_t chunkOf(std::uint64_t at) const { return static_cast<std::size_t>(at / opt_.chunk_values); }
   std::size_t chunkLength(std::size_t k) const;
   Source* source(PeerId id);

@@ -140,36 +140,3 @@ TEST_CASE("state fetch: a model of dimension 0 is one empty chunk") {
   CHECK(f.complete());
   CHECK(f.round() == 8);
 }
-
-TEST_CASE("state fetch: each silence of a source doubles its next one - up to 16 times") {
-  StateFetch f(100, {.chunk_values = 10, .request_chunks = 1, .window_chunks = 1, .silence_ms = 50, .first_silence_ms = 20}, 0);
-  const std::vector<PeerId> src = {1};
-  f.addSources(src, 0);
-  std::vector<StateAsk> asks;
-  f.due(0, asks);
-  REQUIRE(asks.size() == 1);
-  CHECK_FALSE(f.place(1, 3, 0, ones(10, 1), 10));  // served: silence_ms from now on
-  asks.clear();
-  f.due(10, asks);  // chunk 1
-  REQUIRE(asks.size() == 1);
-  // Each turn the chunk in flight since t is handed back after the silence and asked again after as long a
-  // pause: 50 ms, then doubled each time, up to 16 times 50.
-  std::uint64_t t = 10;
-  for (const std::uint64_t silence : {50, 100, 200, 400, 800, 800}) {
-    CAPTURE(silence);
-    asks.clear();
-    f.due(t + silence - 1, asks);
-    CHECK(asks.empty());
-    f.due(t + silence, asks);  // handed back, paused
-    f.due(t + 2 * silence - 1, asks);
-    CHECK(asks.empty());
-    f.due(t + 2 * silence, asks);
-    REQUIRE(asks.size() == 1);
-    CHECK(asks[0].at == 10);
-    t += 2 * silence;
-  }
-  // The chunk comes late, and its duplicate is harmless.
-  CHECK_FALSE(f.place(1, 3, 10, ones(10, 1), t));
-  CHECK_FALSE(f.place(1, 3, 10, ones(10, 1), t));
-  CHECK(f.valuesHave() == 20);
-}
