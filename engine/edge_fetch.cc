@@ -12,7 +12,8 @@
 // round s and answers it then (its public state is captured when it begins round s, beforeLocalWork). What
 // arrived is kept, a chunk that does not come is asked again after the fetch's silence, every chunk carries
 // its frame's checksum, and the sender serves the state until the peer acknowledges round s (by then the
-// peer has opened the edge). The asks name the edge life (proposal id), so a part of an earlier life of
+// peer has opened the edge). A part asked again while the transport still holds the copy sent before is
+// not sent again (serveEdgeAsk): on a capped link the silences fire while parts wait in the queue. The asks name the edge life (proposal id), so a part of an earlier life of
 // the same pair is refused.
 //
 // Not thread-safe: the engine's thread, as the rest of LinkedEngine.
@@ -24,6 +25,14 @@ namespace {
 // Asks kept per edge until the start round begins (a fetch has window_chunks / request_chunks = 4 in
 // flight, asked again after each silence).
 constexpr std::size_t kMaxAsksWaiting = 16;
+// A part held by the transport this long is sent again all the same: libzmq frees the messages of a broken
+// connection's pipe only when the socket is next used, so "held" could otherwise mean "stuck" for as long
+// as nothing else goes to that peer. A part takes seconds on a capped, queued link (2-7 s at 100 Mbit/s).
+constexpr std::uint64_t kMaxHoldMs = 30000;
+// Parts remembered per edge: a model's chunks (7,630 of 512 KiB for 1B parameters) with room to spare. A
+// peer that asks off the chunk grid makes entries of its own; past this the finished ones are purged, and
+// if that is not enough a part goes unremembered (it may then be sent twice, which is harmless).
+constexpr std::size_t kMaxPartsRemembered = 16384;
 }  // namespace
 
 void LinkedEngine::startEdgeFetch(PeerId j, Link& l) {
@@ -81,8 +90,8 @@ void LinkedEngine::serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const
     // Asked again while the transport still holds the part: it is queued, not lost. Serving it again
     // would queue a second copy behind the first, and on a capped link the receiver's silences then
     // re-asked faster than the queue drained (docs/results.md §27).
-    std::weak_ptr<const Bytes>& sent = queued[at];
-    if (!sent.expired()) {
+    if (const auto q = queued.find(at);
+        q != queued.end() && !q->second.payload.expired() && nowMs_ < q->second.sentMs + kMaxHoldMs) {
       ++stats_.edge_parts_still_queued;
       if (a.count == 0) break;
       continue;
@@ -91,7 +100,10 @@ void LinkedEngine::serveEdgeAsk(PeerId j, std::uint64_t life, Round start, const
     ByteWriter w(b);
     w.put(life);
     putChunk(w, pub, at, static_cast<std::size_t>(std::min(a.chunk, end - at)));
-    sent = sendControl(j, FrameKind::EdgePart, start, std::move(b));
+    SharedBytes sent = sendControl(j, FrameKind::EdgePart, start, std::move(b));
+    if (queued.size() >= kMaxPartsRemembered)
+      std::erase_if(queued, [](const auto& kv) { return kv.second.payload.expired(); });
+    if (queued.size() < kMaxPartsRemembered || queued.count(at)) queued[at] = {sent, nowMs_};
     if (a.count == 0) break;
   }
 }
@@ -102,11 +114,17 @@ void LinkedEngine::receiveEdgePart(const FrameHeader& h, const Bytes& payload, L
   const Chunk c = getChunk(r);
   r.expectEnd();
   if (!l || !l->scheduled || life != l->life || h.round != l->start) return reject("unwanted_edge");
-  if (!l->edgeFetch) return ++stats_.duplicates, void();  // the edge is open: a chunk asked twice
+  if (!l->edgeFetch) {  // the edge is open: a chunk asked twice
+    ++stats_.edge_parts_twice;
+    return ++stats_.duplicates, void();
+  }
   if (c.dim != l->edgeFetch->dim()) return reject("wrong_dimension");
   const std::size_t had = l->edgeFetch->valuesHave();
   if (auto why = l->edgeFetch->place(h.sender, h.round, c.at, c.values, nowMs_)) return reject(*why);
-  if (l->edgeFetch->valuesHave() > had) ++stats_.edge_parts_taken;
+  if (l->edgeFetch->valuesHave() > had)
+    ++stats_.edge_parts_taken;
+  else
+    ++stats_.edge_parts_twice;
   if (!l->edgeFetch->complete()) pumpEdgeFetch(h.sender, *l);  // the window has room again
 }
 

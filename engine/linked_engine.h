@@ -110,9 +110,15 @@ class LinkedEngine final : public NodeEngine {
 
  private:
   // Sending end of an edge set-up: each part of the public state handed to the transport, by its first
-  // value index, held weakly. While the transport still holds the part's payload (queued behind other
-  // frames, or in libzmq's pipe), the part is on its way: a repeated ask for it is not served again.
-  using PartsQueued = std::unordered_map<std::uint64_t, std::weak_ptr<const Bytes>>;
+  // value index, held weakly, and when it was sent. While the transport still holds the part's payload
+  // (queued behind other frames, or in libzmq's pipe; a payload under 4 KiB is copied into libzmq's message
+  // and so let go at once), the part is on its way: a repeated ask for it is not served again
+  // (engine/edge_fetch.cc).
+  struct QueuedPart {
+    std::weak_ptr<const Bytes> payload;
+    std::uint64_t sentMs = 0;
+  };
+  using PartsQueued = std::unordered_map<std::uint64_t, QueuedPart>;
   struct Sent {  // a frame kept until the peer acknowledges its round (replica methods)
     Round round;
     Bytes header;

@@ -63,6 +63,7 @@ struct EngineStats {
   std::uint64_t state_requests_declined = 0;  // asked for our model while we were fetching one ourselves
   std::uint64_t edge_asks_sent = 0;     // linked mode: asks for a new edge's public state (engine/edge_fetch.cc)
   std::uint64_t edge_parts_taken = 0;   // linked mode: chunks of it placed (duplicates not counted)
+  std::uint64_t edge_parts_twice = 0;   // linked mode: chunks of it that came again (a re-ask crossed the first)
   std::uint64_t edge_parts_still_queued = 0;  // linked mode: asked again while the transport held them, not resent
   std::uint64_t compute_ns = 0;         // wall time inside the algorithm (local steps, encode, decode, mix)
   std::map<std::string, std::uint64_t> rejected;  // by reason label

@@ -244,14 +244,17 @@ TEST_CASE("linked mode: a part asked again while it is still queued is not sent 
   std::uint64_t now = 0;
   runLinked(n, rng, 10, now);
   const auto dim = static_cast<std::uint64_t>(p.model->dim());
-  std::uint64_t stillQueued = 0;
+  std::uint64_t stillQueued = 0, twice = 0;
   for (auto& [id, e] : n.engines) {
     CAPTURE(id);
     CHECK(e->node().algorithm().x() == want.at(id));
     CHECK(e->stats().edge_parts_taken == 2 * ((dim + 1) / 2));
     stillQueued += e->stats().edge_parts_still_queued;
+    twice += e->stats().edge_parts_twice;
   }
   CHECK(stillQueued > 0);
+  MESSAGE("parts asked again while queued: ", stillQueued, ", parts that came twice: ", twice);
+  CHECK(twice == 0);
 }
 
 TEST_CASE("linked mode under churn: crashes - a restart and a join seen at different times keep sum d = 0") {
