@@ -13,8 +13,8 @@
 // arrived is kept, a chunk that does not come is asked again after the fetch's silence, every chunk carries
 // its frame's checksum, and the sender serves the state until the peer acknowledges round s (by then the
 // peer has opened the edge). A part asked again while the transport still holds the copy sent before is
-// not sent again (serveEdgeAsk): on a capped link the silences fire while parts wait in the queue. The asks name the edge life (proposal id), so a part of an earlier life of
-// the same pair is refused.
+// not sent again (serveEdgeAsk): on a capped link the silences fire while parts wait in the queue. The
+// asks name the edge life (proposal id), so a part of an earlier life of the same pair is refused.
 //
 // Not thread-safe: the engine's thread, as the rest of LinkedEngine.
 #include "core/serial.h"

@@ -53,9 +53,10 @@ struct LinkOptions {
   std::uint64_t hello_retry_ms = 100;  // a declined (or cancelled) proposal is retried after this long
   // The pull of a new edge's public state (engine/edge_fetch.cc): a state transfer's chunks and window
   // (512 KiB, 16 MiB in flight). At 25M parameters over 100 Mbit/s the set-up took 1.25-1.9x as long as the
-  // push it replaced (docs/results.md §26). A 64 MiB window, 10 s silences and a 2 s first silence were
-  // each tried and did not help (§26, §27): the asks arrive in tens of ms, the parts wait in the sender's
-  // queue behind the rest of the window.
+  // push it replaced (docs/results.md §26), and 15-22% longer after the sender stopped sending parts twice
+  // (§27). A 64 MiB window, 10 s silences, and a 64 MiB window with a 2 s first silence were tried and did
+  // not help: the asks arrive in tens of ms, the parts wait in the sender's queue behind the rest of the
+  // window.
   StateFetchOptions edge_fetch;
 };
 
